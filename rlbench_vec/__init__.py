@@ -1,0 +1,21 @@
+"""rlbench_vec: many RLBench environments in parallel worker processes, observations in shared memory."""
+
+from .backends.base import Demo
+from .config import CAMERAS, MODALITIES, EnvConfig, VectorConfig
+from .errors import (
+    ActionError,
+    BackendUnavailableError,
+    ClosedError,
+    ConfigError,
+    RestartBudgetExceeded,
+    RLBenchVecError,
+    WorkerError,
+)
+from .vector_env import RLBenchVectorEnv
+
+__version__ = "0.1.0"
+__all__ = [
+    "RLBenchVectorEnv", "EnvConfig", "VectorConfig", "Demo", "CAMERAS", "MODALITIES",
+    "RLBenchVecError", "ConfigError", "ActionError", "ClosedError", "BackendUnavailableError",
+    "WorkerError", "RestartBudgetExceeded",
+]

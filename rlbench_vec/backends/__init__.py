@@ -1,0 +1,35 @@
+"""Backend registry. Modules are imported lazily; none imports its simulator at import time."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+from functools import lru_cache
+
+from ..errors import ConfigError
+
+_MODULES = {
+    "rlbench": "rlbench_vec.backends.rlbench",
+    "mujoco": "rlbench_vec.backends.mujoco",
+    "synthetic": "rlbench_vec.backends.synthetic",
+}
+log = logging.getLogger("rlbench_vec")
+
+
+def backend_class(name: str) -> type:
+    """The Backend subclass registered under `name` ("rlbench", "mujoco" or "synthetic")."""
+    if name not in _MODULES:
+        raise ConfigError(f"unknown backend {name!r}; choose from {', '.join(_MODULES)} or 'auto'.")
+    return importlib.import_module(_MODULES[name]).BACKEND
+
+
+@lru_cache(maxsize=None)
+def resolve_backend(name: str) -> str:
+    """'auto' -> 'rlbench' when rlbench is installed (found without importing it), else 'mujoco'."""
+    if name != "auto":
+        return name
+    if importlib.util.find_spec("rlbench") is not None:
+        return "rlbench"
+    log.warning("rlbench is not installed: backend='auto' uses the embedded MuJoCo backend.")
+    return "mujoco"

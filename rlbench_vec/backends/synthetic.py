@@ -1,0 +1,112 @@
+"""RLBench-shaped observations at a configurable cost: measures the vectorisation machinery alone.
+
+Like EnvPool's dummy env. backend_options:
+  step_cost_s (0.0)     busy CPU time per step (mean, when step_cost_dist is "pareto")
+  step_cost_dist        "constant" or "pareto" (heavy-tailed, same mean)
+  reset_cost_s (0.0)    busy CPU time per reset
+  episode_length (None) steps until the task "succeeds" (reward 1, terminated); None: never
+  task_state_size (3)
+Fault injection for tests and soak runs (0-based step count within the episode):
+  hang_at_step / raise_at_step / crash_at_step, hang_on_reset
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..config import EnvConfig
+from ..errors import ConfigError
+from .base import Backend, StepResult
+
+_OPTIONS = {
+    "step_cost_s", "step_cost_dist", "reset_cost_s", "episode_length", "task_state_size",
+    "hang_at_step", "raise_at_step", "crash_at_step", "hang_on_reset",
+}
+PARETO_SHAPE = 2.5  # finite mean and variance, long tail
+
+
+def busy_wait(seconds: float) -> None:
+    """Burn CPU (not sleep) so the cost competes for cores like a simulator does."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+class SyntheticBackend(Backend):
+    name = "synthetic"
+
+    @classmethod
+    def validate(cls, config: EnvConfig) -> None:
+        unknown = set(config.backend_options) - _OPTIONS
+        if unknown:
+            raise ConfigError(
+                f"unknown synthetic backend_options {sorted(unknown)}; allowed: {sorted(_OPTIONS)}."
+            )
+        dist = config.backend_options.get("step_cost_dist", "constant")
+        if dist not in ("constant", "pareto"):
+            raise ConfigError(f"step_cost_dist must be 'constant' or 'pareto', got {dist!r}.")
+
+    @classmethod
+    def task_state_size(cls, config: EnvConfig) -> int:
+        return int(config.backend_options.get("task_state_size", 3))
+
+    def __init__(self, config: EnvConfig, env_index: int):
+        self.config = config
+        self.options = dict(config.backend_options)
+        self.rng = np.random.default_rng(env_index)
+        self.steps = 0
+        self.joints = np.zeros(7)
+        self.images_stale = True
+
+    def _cost(self, mean: float) -> float:
+        if mean <= 0:
+            return 0.0
+        if self.options.get("step_cost_dist", "constant") == "pareto":
+            scale = mean * (PARETO_SHAPE - 1) / PARETO_SHAPE
+            return float(scale * (1.0 + self.rng.pareto(PARETO_SHAPE)))
+        return mean
+
+    def reset(self, seed: int | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        if self.options.get("hang_on_reset"):
+            time.sleep(1e6)
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        busy_wait(float(self.options.get("reset_cost_s", 0.0)))
+        self.steps = 0
+        self.joints = self.rng.uniform(-1, 1, 7)
+        self.images_stale = True
+        return {"descriptions": [f"synthetic {self.config.task}"], "variation_index": 0}
+
+    def step(self, action: np.ndarray) -> StepResult:
+        if self.steps == self.options.get("hang_at_step"):
+            time.sleep(1e6)
+        if self.steps == self.options.get("raise_at_step"):
+            raise RuntimeError(f"synthetic failure at step {self.steps}")
+        if self.steps == self.options.get("crash_at_step"):
+            os.abort()
+        busy_wait(self._cost(float(self.options.get("step_cost_s", 0.0))))
+        self.steps += 1
+        self.joints = self.joints + 0.01 * np.asarray(action[:7], dtype=np.float64)
+        success = self.steps == self.options.get("episode_length")
+        return StepResult(reward=float(success), terminated=success)
+
+    def write_observation(self, out: Mapping[str, np.ndarray]) -> None:
+        for key, array in out.items():
+            if array.ndim >= 2 and key.endswith(("_rgb", "_depth", "_mask", "_point_cloud")):
+                if self.images_stale:
+                    array[...] = self.rng.integers(0, 256, array.shape) if array.dtype == np.uint8 else self.rng.random(array.shape)
+                array.flat[0] = self.steps % 256  # a stamp, so every step changes the image
+            elif key == "joint_positions":
+                array[:] = self.joints
+            elif key == "task_low_dim_state":
+                array[:] = self.steps
+            else:
+                array[...] = self.steps * 1e-3
+        self.images_stale = False
+
+
+BACKEND = SyntheticBackend

@@ -1,0 +1,39 @@
+"""Typed errors of rlbench_vec. Every message says what was wrong and how to fix it."""
+
+from __future__ import annotations
+
+
+class RLBenchVecError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ConfigError(RLBenchVecError, ValueError):
+    """A constructor argument or option is invalid; raised before any worker starts."""
+
+
+class ActionError(RLBenchVecError, ValueError):
+    """Actions passed to step/step_chunk/send have the wrong shape, dtype or values."""
+
+
+class ClosedError(RLBenchVecError, RuntimeError):
+    """The vector env was used after close()."""
+
+
+class BackendUnavailableError(RLBenchVecError, RuntimeError):
+    """A backend's simulator (or Xvfb) is not installed or cannot start here."""
+
+
+class WorkerError(RLBenchVecError, RuntimeError):
+    """The backend raised inside a worker. Carries the env index and the worker's traceback."""
+
+    def __init__(self, env_index: int, message: str, worker_traceback: str = ""):
+        self.env_index = env_index
+        self.worker_traceback = worker_traceback
+        text = f"env {env_index}: {message}"
+        if worker_traceback:
+            text += f"\n--- worker traceback ---\n{worker_traceback.rstrip()}"
+        super().__init__(text)
+
+
+class RestartBudgetExceeded(RLBenchVecError, RuntimeError):
+    """Workers kept crashing or hanging beyond max_restarts_per_env / max_restarts_total."""

@@ -1,0 +1,151 @@
+"""Worker processes as the main process sees them: start, command, deadline, kill, restart.
+
+Each `WorkerHandle` has at most one command in flight. Replies carry the command's sequence number,
+so a late reply from a command that was given up on can never be taken for the answer to a later one.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from multiprocessing.connection import wait
+from typing import Any, Iterator
+
+from .worker import FAILED, START, THREAD_VARS, WorkerSpec, worker_main
+
+_CONTEXT = mp.get_context("spawn")
+
+
+@contextmanager
+def single_threaded_children() -> Iterator[None]:
+    """Spawned children inherit os.environ: make their BLAS/OpenMP single-threaded unless the user
+    chose a value, and set it before the child imports numpy."""
+    added = [name for name in THREAD_VARS if name not in os.environ]
+    for name in added:
+        os.environ[name] = "1"
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
+@dataclass
+class Pending:
+    command: str
+    seq: int
+    sent_at: float
+    deadline: float  # monotonic time after which the worker counts as hung
+
+
+@dataclass
+class Reply:
+    env_index: int
+    command: str
+    ok: bool
+    data: Any
+    round_trip_s: float
+
+
+@dataclass
+class Failure:
+    """A worker died or missed its deadline while running `command`."""
+
+    env_index: int
+    command: str
+    reason: str
+
+
+class WorkerHandle:
+    def __init__(self, spec: WorkerSpec):
+        self.spec = spec
+        self.process: Any = None
+        self.conn: Any = None
+        self.pending: Pending | None = None
+        self.seq = 0
+        self.restarts = 0
+
+    def start(self, timeout_s: float) -> None:
+        """Spawn the process; its START reply arrives when the backend is ready."""
+        parent_conn, child_conn = _CONTEXT.Pipe(duplex=True)
+        spec = replace(self.spec, parent_pid=os.getpid())
+        process = _CONTEXT.Process(
+            target=worker_main, args=(spec, child_conn), name=f"rlbench_vec-worker-{spec.env_index}", daemon=True
+        )
+        with single_threaded_children():
+            process.start()
+        self.process = process
+        child_conn.close()  # only the child holds its end: its death is EOF here
+        self.conn = parent_conn
+        self.seq = 0
+        now = time.monotonic()
+        self.pending = Pending(START, 0, now, now + timeout_s)
+
+    def send(self, command: str, argument: Any, timeout_s: float) -> None:
+        assert self.pending is None, f"env {self.spec.env_index} already runs {self.pending}"
+        self.seq += 1
+        now = time.monotonic()
+        self.pending = Pending(command, self.seq, now, now + timeout_s)
+        try:
+            self.conn.send((command, self.seq, argument))
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass  # the worker is dead: receive() reports it
+
+    def receive(self) -> Reply | Failure | None:
+        """Read one message if there is one: the pending command's reply, a Failure, or None
+        (nothing yet, or a stale reply that was discarded)."""
+        pending = self.pending
+        try:
+            seq, status, data = self.conn.recv()
+        except (EOFError, OSError):
+            return Failure(self.spec.env_index, pending.command if pending else "idle", self._death_reason())
+        if pending is None or seq != pending.seq:
+            return None
+        self.pending = None
+        return Reply(self.spec.env_index, pending.command, status != FAILED, data, time.monotonic() - pending.sent_at)
+
+    def _death_reason(self) -> str:
+        self.process.join(timeout=1.0)
+        code = self.process.exitcode
+        if code is None:
+            return "the worker closed its pipe"
+        if code < 0:
+            return f"the worker was killed by {signal.Signals(-code).name}"
+        return f"the worker exited with code {code}"
+
+    def overdue(self, now: float) -> bool:
+        return self.pending is not None and now > self.pending.deadline
+
+    def kill(self) -> None:
+        """Stop the process for good (SIGKILL: a hung simulator ignores anything gentler)."""
+        if self.process is not None and self.process.is_alive():
+            self.process.kill()
+        if self.process is not None:
+            self.process.join(timeout=5.0)
+        if self.conn is not None:
+            self.conn.close()
+        self.pending = None
+
+    def stop(self, timeout_s: float) -> None:
+        """Ask the worker to close its backend; kill it if it does not finish within timeout_s."""
+        if self.process is None:
+            return
+        if self.process.is_alive() and self.pending is None:
+            self.send("close", None, timeout_s)
+        self.process.join(timeout=timeout_s)
+        self.kill()
+        self.process = None
+
+
+def wait_any(handles: list[WorkerHandle], timeout_s: float | None) -> list[WorkerHandle]:
+    """Block (no spinning) until a handle has something to read or its process died."""
+    by_object: dict[Any, WorkerHandle] = {}
+    for handle in handles:
+        by_object[handle.conn] = handle
+        by_object[handle.process.sentinel] = handle
+    ready = wait(list(by_object), timeout=timeout_s)
+    return list({id(by_object[obj]): by_object[obj] for obj in ready}.values())

@@ -1,0 +1,607 @@
+"""RLBenchVectorEnv: the main-process side. Owns the shared buffers and the worker handles.
+
+Contract (gymnasium vector API, next-step autoreset):
+- `reset` / `step` / `step_chunk` return observations as zero-copy views into shared memory when
+  copy_obs=False. A view's row for env i is overwritten by the next command that env runs (the next
+  step, step_chunk, reset or recv result of that env); pass copy_obs=True or copy what you keep.
+- After an episode ends (terminated or truncated), that env's next step resets it instead: its action
+  is ignored, the reset observation comes back with reward 0, terminated and truncated False and
+  info["autoreset"] True. The final observation is the one returned with the terminal step.
+- A worker that dies or misses its deadline is replaced; its env's step returns the new episode's
+  first observation with truncated True and info["restarted"] naming why. Other envs are untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from . import shm
+from .backends import backend_class, resolve_backend
+from .backends.base import Demo
+from .config import CAMERAS, DEFAULT_LOW_DIM, EnvConfig, VectorConfig
+from .errors import ActionError, ClosedError, ConfigError, RestartBudgetExceeded, WorkerError
+from .spec import action_bounds, action_size, observation_spec
+from .supervisor import Failure, Reply, WorkerHandle, wait_any
+from .worker import CALL, RESET, START, STEP, WorkerSpec
+
+log = logging.getLogger("rlbench_vec")
+CLOSE_TIMEOUT_S = 10.0
+
+
+@dataclass
+class Outcome:
+    """A finished command of one env, kept until it is handed to the user."""
+
+    info: dict[str, Any] | None = None
+    error: WorkerError | None = None
+    restarted: str | None = None
+    data: Any = None
+
+
+@dataclass
+class Stats:
+    """Cumulative per-env timing (seconds) and counts since start or the last `reset_stats()`."""
+
+    steps: np.ndarray
+    exec_s: np.ndarray
+    write_s: np.ndarray
+    ipc_s: np.ndarray
+    reset_s: np.ndarray
+    restarts: np.ndarray
+    errors: np.ndarray
+
+    @classmethod
+    def zeros(cls, n: int) -> "Stats":
+        return cls(*(np.zeros(n) for _ in range(7)))
+
+    def as_dict(self) -> dict[str, np.ndarray]:
+        return {k: v.copy() for k, v in asdict(self).items()}
+
+
+def _space(spec: shm.Field | Any) -> gym.spaces.Box:
+    if spec.dtype == np.uint8:
+        return gym.spaces.Box(0, 255, spec.shape, np.uint8)
+    return gym.spaces.Box(-np.inf, np.inf, spec.shape, spec.dtype)
+
+
+def _merge_infos(infos: Sequence[dict[str, Any] | None]) -> dict[str, Any]:
+    """Per-env info dicts -> gymnasium's vector form: info[key] array plus info['_key'] mask."""
+    merged: dict[str, Any] = {}
+    n = len(infos)
+    for row, info in enumerate(infos):
+        for key, value in (info or {}).items():
+            if key not in merged:
+                kind = type(value)
+                dtype = kind if kind in (bool, int, float) else object
+                merged[key] = np.zeros(n, dtype=dtype) if dtype is not object else np.full(n, None, object)
+                merged["_" + key] = np.zeros(n, dtype=bool)
+            merged[key][row] = value
+            merged["_" + key][row] = True
+    return merged
+
+
+class _Resources:
+    """What must be released even if the env object is never closed (finalizer target)."""
+
+    def __init__(self) -> None:
+        self.handles: list[WorkerHandle] = []
+        self.buffers: shm.SharedBuffers | None = None
+
+    def release(self) -> None:
+        for handle in self.handles:
+            if handle.process is not None and handle.process.is_alive() and handle.pending is None:
+                handle.send("close", None, CLOSE_TIMEOUT_S)
+        deadline = time.monotonic() + CLOSE_TIMEOUT_S
+        for handle in self.handles:
+            handle.stop(max(0.0, deadline - time.monotonic()))
+        self.handles = []
+        if self.buffers is not None:
+            self.buffers.unlink()
+            self.buffers = None
+
+
+class RLBenchVectorEnv(VectorEnv):
+    """N RLBench-style environments in N worker processes, observations in shared memory."""
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        task: str = "reach_target",
+        backend: str = "auto",
+        cameras: Sequence[str] = CAMERAS,
+        image_size: tuple[int, int] = (128, 128),
+        modalities: Sequence[str] = ("rgb", "depth", "mask"),
+        low_dim: Sequence[str] = DEFAULT_LOW_DIM,
+        arm_mode: str = "ik",
+        absolute_mode: bool = True,
+        gripper_mode: str = "discrete",
+        max_episode_steps: int = 200,
+        depth_in_meters: bool = False,
+        renderer: str | None = None,
+        backend_options: dict[str, Any] | None = None,
+        copy_obs: bool = False,
+        seed: int | None = 0,
+        max_chunk: int = 16,
+        chunk_obs: str = "last",
+        step_timeout_s: float = 60.0,
+        reset_timeout_s: float = 300.0,
+        start_timeout_s: float = 300.0,
+        max_restarts_per_env: int = 5,
+        max_restarts_total: int = 50,
+        display: str | list[str] | None = None,
+        on_worker_ready: Callable[[int, int], None] | None = None,
+    ):
+        env_config = EnvConfig(
+            task=task, backend=backend, cameras=tuple(cameras), image_size=tuple(image_size),
+            modalities=tuple(modalities), low_dim=tuple(low_dim), arm_mode=arm_mode,
+            absolute_mode=absolute_mode, gripper_mode=gripper_mode, max_episode_steps=max_episode_steps,
+            depth_in_meters=depth_in_meters, renderer=renderer, backend_options=backend_options or {},
+        )
+        vector_config = VectorConfig(
+            num_envs=num_envs, seed=seed, copy_obs=copy_obs, max_chunk=max_chunk, chunk_obs=chunk_obs,
+            step_timeout_s=step_timeout_s, reset_timeout_s=reset_timeout_s, start_timeout_s=start_timeout_s,
+            max_restarts_per_env=max_restarts_per_env, max_restarts_total=max_restarts_total, display=display,
+        )
+        self._setup(env_config, vector_config, on_worker_ready)
+
+    @classmethod
+    def from_config(
+        cls, env_config: EnvConfig, vector_config: VectorConfig,
+        on_worker_ready: Callable[[int, int], None] | None = None,
+    ) -> "RLBenchVectorEnv":
+        env = cls.__new__(cls)
+        env._setup(env_config, vector_config, on_worker_ready)
+        return env
+
+    # ------------------------------------------------------------------ setup
+    def _setup(self, env_config: EnvConfig, vector_config: VectorConfig, on_worker_ready) -> None:
+        self.closed = True  # until every worker is up
+        config = env_config.validated()
+        config = EnvConfig(**{**config.__dict__, "backend": resolve_backend(config.backend)})
+        backend_class(config.backend).validate(config)
+        self.env_config = config
+        self.vector_config = vector_config.validated()
+        n = self.num_envs = self.vector_config.num_envs
+        self._obs_spec = observation_spec(config)
+        self._action_size = action_size(config)
+        self._action_low, self._action_high = action_bounds(config)
+
+        self.single_observation_space = gym.spaces.Dict({k: _space(s) for k, s in self._obs_spec.items()})
+        self.observation_space = batch_space(self.single_observation_space, n)
+        self.single_action_space = gym.spaces.Box(self._action_low, self._action_high, dtype=np.float32)
+        self.action_space = batch_space(self.single_action_space, n)
+
+        if config.backend != "synthetic" or self.vector_config.display is not None:
+            from .display import check_display
+
+            check_display(self.vector_config.display, backend_class(config.backend).needs_display(config))
+        shm.sweep_stale_segments()
+        self._resources = _Resources()
+        self._finalizer = weakref.finalize(self, self._resources.release)
+        self._resources.buffers = shm.SharedBuffers.create(self._buffer_plan())
+        arrays = self._resources.buffers.arrays
+        self._obs = self._resources.buffers.group("obs")
+        self._chunk_obs = self._resources.buffers.group("chunk_obs")
+        self._actions, self._rewards = arrays["actions"], arrays["rewards"]
+        self._terminated, self._truncated = arrays["terminated"], arrays["truncated"]
+        self._executed, self._timing = arrays["executed"], arrays["timing"]
+
+        self._needs_reset = np.ones(n, dtype=bool)
+        self._restart_noop = np.zeros(n, dtype=bool)
+        self._awaiting: dict[int, tuple[str, int, bool]] = {}  # env -> (command, k, chunked)
+        self._done: dict[int, Outcome] = {}
+        self._restart_reason: dict[int, str] = {}
+        self._restarts_total = 0
+        self._first_reset = True
+        self._stats = Stats.zeros(n)
+        self.start_time_s = 0.0
+        try:
+            self._start_workers(on_worker_ready)
+        except BaseException:
+            self._finalizer()
+            raise
+        self.closed = False
+
+    def _buffer_plan(self) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+        n, k = self.num_envs, self.vector_config.max_chunk
+        plan = {f"obs/{key}": ((n, *s.shape), s.dtype) for key, s in self._obs_spec.items()}
+        if self.vector_config.chunk_obs == "all":
+            plan.update({f"chunk_obs/{key}": ((n, k, *s.shape), s.dtype) for key, s in self._obs_spec.items()})
+        plan.update({
+            "actions": ((n, k, self._action_size), np.dtype(np.float32)),
+            "rewards": ((n, k), np.dtype(np.float64)),
+            "terminated": ((n, k), np.dtype(bool)),
+            "truncated": ((n, k), np.dtype(bool)),
+            "executed": ((n, k), np.dtype(bool)),
+            "timing": ((n, 2), np.dtype(np.float64)),
+        })
+        return plan
+
+    def _start_workers(self, on_worker_ready) -> None:
+        started = time.monotonic()
+        vc = self.vector_config
+        for i in range(self.num_envs):
+            display = vc.display[i] if isinstance(vc.display, (list, tuple)) else vc.display
+            spec = WorkerSpec(
+                env_index=i, config=self.env_config, shm_name=self._resources.buffers.name,
+                fields=self._resources.buffers.fields, display=display, max_chunk=vc.max_chunk,
+                chunk_obs=vc.chunk_obs, parent_pid=0,
+            )
+            handle = WorkerHandle(spec)
+            self._resources.handles.append(handle)
+            handle.start(vc.start_timeout_s)
+        ready = 0
+        while any(h.pending is not None for h in self._workers):
+            for handle in self._pump(None):
+                ready += 1
+                if on_worker_ready is not None:
+                    on_worker_ready(ready, self.num_envs)
+        self.start_time_s = time.monotonic() - started
+
+    @property
+    def _workers(self) -> list[WorkerHandle]:
+        return self._resources.handles
+
+    # ------------------------------------------------------------------ worker events
+    def _pump(self, timeout_s: float | None) -> list[WorkerHandle]:
+        """Wait once for worker messages, handle them, enforce deadlines. Returns handles that
+        became idle."""
+        busy = [h for h in self._workers if h.pending is not None]
+        if not busy:
+            return []
+        now = time.monotonic()
+        wait_s = max(0.0, min(h.pending.deadline for h in busy) - now)
+        if timeout_s is not None:
+            wait_s = min(wait_s, timeout_s)
+        idle = []
+        for handle in wait_any(busy, wait_s):
+            message = handle.receive()
+            if message is not None and self._handle(handle, message):
+                idle.append(handle)
+        now = time.monotonic()
+        for handle in busy:
+            if handle.overdue(now):
+                pending = handle.pending
+                self._restart(handle, f"no reply to {pending.command} within {pending.deadline - pending.sent_at:.1f} s")
+        return idle
+
+    def _handle(self, handle: WorkerHandle, message: Reply | Failure) -> bool:
+        i = handle.spec.env_index
+        if isinstance(message, Failure):
+            self._restart(handle, f"{message.reason} during {message.command}")
+            return False
+        restarting = i in self._restart_reason
+        if message.command == START:
+            if message.ok and restarting:
+                handle.send(RESET, (self._restart_seed(i, handle.restarts), None), self.vector_config.reset_timeout_s)
+                return False
+            if not message.ok:
+                error = WorkerError(i, f"worker failed to start: {message.data[0]}", message.data[1])
+                if not restarting:
+                    raise error
+                self._restart(handle, error.args[0])
+                return False
+            return True
+        self._account(i, message)
+        if restarting:
+            if not message.ok:
+                self._restart(handle, f"reset after restart failed: {message.data[0]}")
+                return False
+            reason = self._restart_reason.pop(i)
+            command = self._awaiting.get(i, (None,))[0]
+            outcome = Outcome(info=dict(message.data or {}), restarted=reason)
+            if command == CALL:
+                outcome.error = WorkerError(i, f"the worker was restarted during call(): {reason}")
+            self._needs_reset[i] = False
+            self._restart_noop[i] = command == STEP
+            self._done[i] = outcome
+            return True
+        if not message.ok:
+            self._needs_reset[i] = True
+            self._stats.errors[i] += 1
+            self._done[i] = Outcome(error=WorkerError(i, message.data[0], message.data[1]))
+            return True
+        if message.command == CALL:
+            self._done[i] = Outcome(data=message.data)
+        else:
+            self._done[i] = Outcome(info=message.data)
+            self._needs_reset[i] = bool(message.command == STEP and (self._terminated[i].any() or self._truncated[i].any()))
+        return True
+
+    def _account(self, i: int, reply: Reply) -> None:
+        exec_s, write_s = self._timing[i]
+        if reply.command == RESET or (reply.ok and isinstance(reply.data, dict) and reply.data.get("autoreset")):
+            self._stats.reset_s[i] += exec_s
+        elif reply.command == STEP:
+            self._stats.exec_s[i] += exec_s
+            self._stats.steps[i] += int(self._executed[i].sum())
+        else:
+            return
+        self._stats.write_s[i] += write_s
+        self._stats.ipc_s[i] += max(0.0, reply.round_trip_s - exec_s - write_s)
+
+    def _restart_seed(self, i: int, restarts: int) -> int:
+        entropy = [self.vector_config.seed or 0, i, restarts]
+        return int(np.random.SeedSequence(entropy).generate_state(1)[0])
+
+    def _restart(self, handle: WorkerHandle, reason: str) -> None:
+        i = handle.spec.env_index
+        handle.kill()
+        handle.restarts += 1
+        self._restarts_total += 1
+        self._stats.restarts[i] += 1
+        vc = self.vector_config
+        if handle.restarts > vc.max_restarts_per_env or self._restarts_total > vc.max_restarts_total:
+            raise RestartBudgetExceeded(
+                f"env {i}: {reason}; restarts so far: {handle.restarts} for this env, {self._restarts_total} in "
+                f"total (limits max_restarts_per_env={vc.max_restarts_per_env}, max_restarts_total="
+                f"{vc.max_restarts_total}). The simulator keeps failing: check the worker's stderr above, "
+                "or raise the limits."
+            )
+        log.warning("env %d: %s; restarting its worker (restart %d)", i, reason, handle.restarts)
+        self._restart_reason[i] = self._restart_reason.get(i, reason)
+        handle.start(vc.start_timeout_s)
+
+    def _wait_for(self, env_ids: set[int], min_count: int, timeout: float | None) -> list[int]:
+        """Block until at least min_count of env_ids have outcomes; return all that do."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            done = [i for i in env_ids if i in self._done]
+            if len(done) >= min_count:
+                return sorted(done)
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise TimeoutError(
+                    f"{len(done)} of the {min_count} envs needed finished within {timeout} s; "
+                    "the others are still running: call again to collect them."
+                )
+            self._pump(left)
+
+    # ------------------------------------------------------------------ user commands
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClosedError("this RLBenchVectorEnv is closed; create a new one.")
+
+    def _check_actions(self, actions: Any, count: int, chunked: bool) -> np.ndarray:
+        """(count, A) or (count, K, A) floats -> float32 (count, K, A); gripper clipped to its bounds."""
+        array = np.asarray(actions)
+        if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
+            raise ActionError(f"actions must be a real-valued array, got dtype {array.dtype}.")
+        a = self._action_size
+        expected = f"({count}, K, {a}) with 1 <= K <= max_chunk={self.vector_config.max_chunk}" if chunked else f"({count}, {a})"
+        ndim = 3 if chunked else 2
+        if array.ndim != ndim or array.shape[0] != count or array.shape[-1] != a or (
+            chunked and not 1 <= array.shape[1] <= self.vector_config.max_chunk
+        ):
+            raise ActionError(
+                f"actions have shape {array.shape}; expected {expected} for arm_mode={self.env_config.arm_mode!r} "
+                f"+ gripper_mode={self.env_config.gripper_mode!r}."
+            )
+        array = array.astype(np.float32, copy=False).reshape(count, -1, a)
+        if not np.isfinite(array).all():
+            rows = sorted({int(r) for r in np.argwhere(~np.isfinite(array))[:, 0]})
+            raise ActionError(f"actions contain NaN or inf (rows {rows}); send finite values.")
+        gripper = array[..., -1]
+        low, high = self._action_low[-1], self._action_high[-1]
+        if gripper.min() < low or gripper.max() > high:
+            array = array.copy()
+            np.clip(array[..., -1], low, high, out=array[..., -1])
+        return array
+
+    def _env_ids(self, env_ids: Any) -> np.ndarray:
+        if env_ids is None:
+            return np.arange(self.num_envs)
+        ids = np.asarray(env_ids, dtype=np.int64).reshape(-1)
+        if ids.size == 0 or ids.min() < 0 or ids.max() >= self.num_envs or len(set(ids.tolist())) != ids.size:
+            raise ConfigError(f"env_ids must be distinct integers in [0, {self.num_envs}), got {env_ids!r}.")
+        return ids
+
+    def _drain(self) -> None:
+        """Finish and discard every command in flight (reset and close start from a clean slate)."""
+        self._wait_for(set(self._awaiting), len(self._awaiting), None)
+        self._done.clear()
+        self._awaiting.clear()
+
+    def reset(self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
+        """Reset every env. seed: int -> env i gets seed + i; a list gives one seed per env; None uses
+        the constructor's seed on the first reset and continues each env's random stream afterwards."""
+        self._check_open()
+        self._drain()
+        if seed is None and self._first_reset:
+            seed = self.vector_config.seed
+        self._first_reset = False
+        if seed is None or isinstance(seed, (int, np.integer)):
+            seeds = [None if seed is None else int(seed) + i for i in range(self.num_envs)]
+        else:
+            seeds = [int(s) for s in seed]
+            if len(seeds) != self.num_envs:
+                raise ConfigError(f"reset got {len(seeds)} seeds for {self.num_envs} envs; give one per env.")
+        self._restart_noop[:] = False
+        for i, handle in enumerate(self._workers):
+            self._awaiting[i] = (RESET, 1, False)
+            if i not in self._restart_reason:
+                handle.send(RESET, (seeds[i], options), self.vector_config.reset_timeout_s)
+        ids = self._wait_for(set(range(self.num_envs)), self.num_envs, None)
+        obs, _, _, _, info = self._collect(np.asarray(ids))
+        return obs, info
+
+    def send(self, actions: Any, env_ids: Any = None) -> None:
+        """Start a step for env_ids (all by default): actions (M, A) for one step, (M, K, A) for a chunk."""
+        self._check_open()
+        ids = self._env_ids(env_ids)
+        busy = [int(i) for i in ids if int(i) in self._awaiting]
+        if busy:
+            raise ConfigError(f"envs {busy} still have a step in flight; recv() their results first.")
+        chunked = np.ndim(actions) == 3
+        batch = self._check_actions(actions, len(ids), chunked)
+        k = batch.shape[1]
+        if len(ids) == self.num_envs:
+            self._actions[:, :k] = batch
+        else:
+            self._actions[ids, :k] = batch
+        for i in ids.tolist():
+            self._awaiting[i] = (STEP, k, chunked)
+            if self._restart_noop[i]:
+                self._restart_noop[i] = False
+                self._executed[i], self._rewards[i], self._terminated[i], self._truncated[i] = False, 0.0, False, False
+                self._done[i] = Outcome(info={"autoreset": True})
+                continue
+            timeout = self.vector_config.reset_timeout_s if self._needs_reset[i] else self.vector_config.step_timeout_s * k
+            self._workers[i].send(STEP, k, timeout)
+
+    def recv(self, min_envs: int | None = None, timeout: float | None = None):
+        """Results of at least min_envs (default: all in flight) of the envs sent to, whichever finish
+        first. Returns (obs, reward, terminated, truncated, info) for those envs only, in
+        info["env_id"] order; arrays are gathered copies unless every env is returned."""
+        self._check_open()
+        waiting = set(self._awaiting)
+        if not waiting:
+            raise ConfigError("recv() has nothing to wait for: send() actions first.")
+        count = len(waiting) if min_envs is None else min_envs
+        if not 1 <= count <= len(waiting):
+            raise ConfigError(f"min_envs must be in [1, {len(waiting)}] (envs in flight), got {min_envs}.")
+        ids = np.asarray(self._wait_for(waiting, count, timeout))
+        result = self._collect(ids)
+        result[4]["env_id"] = ids
+        return result
+
+    def step_async(self, actions: Any) -> None:
+        self.send(actions)
+
+    def step_wait(self, timeout: float | None = None):
+        self._check_open()
+        self._wait_for(set(self._awaiting), len(self._awaiting), timeout)
+        return self._collect(np.arange(self.num_envs))
+
+    def step(self, actions: Any):
+        """One action per env: actions (num_envs, A). Returns (obs, reward, terminated, truncated, info)."""
+        if np.ndim(actions) != 2:
+            raise ActionError(f"step() takes actions of shape ({self.num_envs}, {self._action_size}); "
+                              f"got {np.shape(actions)}. Use step_chunk() for (num_envs, K, A).")
+        self.step_async(actions)
+        return self.step_wait()
+
+    def step_chunk(self, actions: Any):
+        """K actions per env in one round trip: actions (num_envs, K, A). A worker stops early at the
+        episode's end. reward/terminated/truncated are (num_envs, K); info["executed"] (num_envs, K)
+        marks the actions that ran; obs is the observation after each env's last executed action."""
+        if np.ndim(actions) != 3:
+            raise ActionError(f"step_chunk() takes actions of shape ({self.num_envs}, K, {self._action_size}); got {np.shape(actions)}.")
+        self.step_async(actions)
+        return self.step_wait()
+
+    def _collect(self, ids: np.ndarray):
+        """Hand the outcomes of `ids` to the user as a batch; raise the first worker error after
+        taking every outcome out, so no env is left half-served."""
+        full = len(ids) == self.num_envs
+        commands = [self._awaiting.pop(int(i)) for i in ids]
+        outcomes = [self._done.pop(int(i)) for i in ids]
+        errors = [o.error for o in outcomes if o.error is not None]
+        if errors:
+            raise errors[0]
+        pick = (lambda a: a) if full else (lambda a: a[ids])
+        obs = {key: pick(view) for key, view in self._obs.items()}
+        if self.vector_config.copy_obs and full:
+            obs = {key: view.copy() for key, view in obs.items()}
+        k = max(c[1] for c in commands)
+        chunked = any(c[2] for c in commands)
+        reward = self._rewards[ids, :k].astype(np.float64)
+        terminated = self._terminated[ids, :k].copy()
+        truncated = self._truncated[ids, :k].copy()
+        executed = self._executed[ids, :k].copy()
+        infos = [o.info for o in outcomes]
+        for row, outcome in enumerate(outcomes):
+            if outcome.restarted is not None:
+                infos[row] = {**(infos[row] or {}), "restarted": True, "restart_reason": outcome.restarted}
+                if commands[row][0] == STEP:
+                    reward[row], terminated[row], executed[row] = 0.0, False, False
+                    truncated[row] = False
+                    truncated[row, 0] = True
+        info = _merge_infos(infos)
+        if chunked:
+            info["executed"] = executed
+            if self._chunk_obs:
+                info["chunk_observations"] = {key: pick(view)[:, :k] for key, view in self._chunk_obs.items()}
+            return obs, reward, terminated, truncated, info
+        return obs, reward[:, 0], terminated[:, 0], truncated[:, 0], info
+
+    # ------------------------------------------------------------------ calls, demos, stats
+    def call(self, name: str, *args: Any, env_ids: Any = None, ends_episode: bool = False, **kwargs: Any) -> tuple:
+        """Call backend method `name` in each worker (or env_ids); return the results in env order.
+        ends_episode=True makes those envs reset on their next step (e.g. after collecting demos)."""
+        self._check_open()
+        if name.startswith("_"):
+            raise ConfigError(f"call() reaches public backend methods only, not {name!r}.")
+        self._drain()
+        ids = self._env_ids(env_ids)
+        for i in ids.tolist():
+            self._awaiting[i] = (CALL, 1, False)
+            self._workers[i].send(CALL, (name, args, kwargs, ends_episode), float("inf"))
+        self._wait_for(set(ids.tolist()), len(ids), None)
+        outcomes = [self._done.pop(i) for i in ids.tolist()]
+        for i in ids.tolist():
+            self._awaiting.pop(i)
+            self._needs_reset[i] |= ends_episode
+        errors = [o.error for o in outcomes if o.error is not None]
+        if errors:
+            raise errors[0]
+        return tuple(o.data for o in outcomes)
+
+    def get_demos(self, amount: int, seed: int | None = None) -> list[Demo]:
+        """Collect `amount` demonstrations spread over all workers at once. Envs reset on their next step."""
+        if amount < 1:
+            raise ConfigError(f"amount must be >= 1, got {amount}.")
+        shares = [amount // self.num_envs + (i < amount % self.num_envs) for i in range(self.num_envs)]
+        ids = [i for i, share in enumerate(shares) if share > 0]
+        base = self.vector_config.seed if seed is None else seed
+        results = []
+        for i in ids:  # one call per env so each gets its own amount and seed
+            self._awaiting[i] = (CALL, 1, False)
+            self._workers[i].send(CALL, ("get_demos", (shares[i], None if base is None else base + 7919 * i), {}, True), float("inf"))
+        self._wait_for(set(ids), len(ids), None)
+        for i in ids:
+            self._awaiting.pop(i)
+            self._needs_reset[i] = True
+            outcome = self._done.pop(i)
+            if outcome.error is not None:
+                raise outcome.error
+            results.extend(outcome.data)
+        return results
+
+    def stats(self) -> dict[str, np.ndarray]:
+        """Per-env cumulative timing: exec_s (backend steps), write_s (observation writes), ipc_s (round
+        trip minus worker time), reset_s, and counts: steps (executed actions), restarts, errors."""
+        return self._stats.as_dict()
+
+    def reset_stats(self) -> None:
+        self._stats = Stats.zeros(self.num_envs)
+        self._stats.restarts[:] = [h.restarts for h in self._workers]
+
+    @property
+    def worker_pids(self) -> list[int]:
+        return [h.process.pid for h in self._workers if h.process is not None]
+
+    @property
+    def shm_name(self) -> str | None:
+        return None if self._resources.buffers is None else self._resources.buffers.name
+
+    def close(self, **kwargs: Any) -> None:
+        """Stop every worker (and its Xvfb) and unlink the shared memory. Idempotent, bounded in time."""
+        if getattr(self, "_finalizer", None) is not None:
+            self._finalizer()
+        self.closed = True
+
+    def __repr__(self) -> str:
+        c = self.env_config
+        return f"RLBenchVectorEnv(num_envs={self.num_envs}, task={c.task!r}, backend={c.backend!r})"
