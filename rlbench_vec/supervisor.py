@@ -6,16 +6,17 @@ so a late reply from a command that was given up on can never be taken for the a
 
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import os
+import select
 import signal
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from multiprocessing.connection import wait
 from typing import Any, Iterator
 
-from .worker import FAILED, START, THREAD_VARS, WorkerSpec, worker_main
+from .worker import FAILED, START, STEP, THREAD_VARS, WorkerSpec, read_reply, send_command, worker_main
 
 _CONTEXT = mp.get_context("spawn")
 
@@ -60,9 +61,38 @@ class Failure:
     reason: str
 
 
+class Poller:
+    """One persistent poll set over every worker's pipe and process sentinel, so waiting costs one
+    system call and no per-wait setup, however many workers there are."""
+
+    def __init__(self) -> None:
+        self._poll = select.poll()
+        self._owners: dict[int, "WorkerHandle"] = {}
+
+    def add(self, handle: "WorkerHandle") -> None:
+        for fd in (handle.conn.fileno(), handle.process.sentinel):
+            self._poll.register(fd, select.POLLIN)
+            self._owners[fd] = handle
+
+    def remove(self, handle: "WorkerHandle") -> None:
+        for fd in [fd for fd, owner in self._owners.items() if owner is handle]:
+            self._poll.unregister(fd)
+            del self._owners[fd]
+
+    def wait(self, timeout_s: float | None) -> list["WorkerHandle"]:
+        """Block (no spinning) until a worker has something to read or died; [] on timeout."""
+        timeout_ms = None if timeout_s is None else math.ceil(timeout_s * 1000)
+        ready = {}
+        for fd, _ in self._poll.poll(timeout_ms):
+            handle = self._owners[fd]
+            ready[id(handle)] = handle
+        return list(ready.values())
+
+
 class WorkerHandle:
-    def __init__(self, spec: WorkerSpec):
+    def __init__(self, spec: WorkerSpec, poller: Poller):
         self.spec = spec
+        self.poller = poller
         self.process: Any = None
         self.conn: Any = None
         self.pending: Pending | None = None
@@ -81,6 +111,7 @@ class WorkerHandle:
         self.process = process
         child_conn.close()  # only the child holds its end: its death is EOF here
         self.conn = parent_conn
+        self.poller.add(self)
         self.seq = 0
         now = time.monotonic()
         self.pending = Pending(START, 0, now, now + timeout_s)
@@ -91,7 +122,10 @@ class WorkerHandle:
         now = time.monotonic()
         self.pending = Pending(command, self.seq, now, now + timeout_s)
         try:
-            self.conn.send((command, self.seq, argument))
+            if command == STEP:
+                send_command(self.conn.fileno(), command, self.seq, k=argument)
+            else:
+                send_command(self.conn.fileno(), command, self.seq, payload=argument)
         except (BrokenPipeError, ConnectionResetError, OSError):
             pass  # the worker is dead: receive() reports it
 
@@ -100,7 +134,7 @@ class WorkerHandle:
         (nothing yet, or a stale reply that was discarded)."""
         pending = self.pending
         try:
-            seq, status, data = self.conn.recv()
+            seq, status, data = read_reply(self.conn.fileno())
         except (EOFError, OSError):
             return Failure(self.spec.env_index, pending.command if pending else "idle", self._death_reason())
         if pending is None or seq != pending.seq:
@@ -122,6 +156,7 @@ class WorkerHandle:
 
     def kill(self) -> None:
         """Stop the process for good (SIGKILL: a hung simulator ignores anything gentler)."""
+        self.poller.remove(self)
         if self.process is not None and self.process.is_alive():
             self.process.kill()
         if self.process is not None:
@@ -139,13 +174,3 @@ class WorkerHandle:
         self.process.join(timeout=timeout_s)
         self.kill()
         self.process = None
-
-
-def wait_any(handles: list[WorkerHandle], timeout_s: float | None) -> list[WorkerHandle]:
-    """Block (no spinning) until a handle has something to read or its process died."""
-    by_object: dict[Any, WorkerHandle] = {}
-    for handle in handles:
-        by_object[handle.conn] = handle
-        by_object[handle.process.sentinel] = handle
-    ready = wait(list(by_object), timeout=timeout_s)
-    return list({id(by_object[obj]): by_object[obj] for obj in ready}.values())

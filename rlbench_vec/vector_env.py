@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 import weakref
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import gymnasium as gym
@@ -30,8 +30,8 @@ from .backends.base import Demo
 from .config import CAMERAS, DEFAULT_LOW_DIM, EnvConfig, VectorConfig
 from .errors import ActionError, ClosedError, ConfigError, RestartBudgetExceeded, WorkerError
 from .spec import action_bounds, action_size, observation_spec
-from .supervisor import Failure, Reply, WorkerHandle, wait_any
-from .worker import CALL, RESET, START, STEP, WorkerSpec
+from .supervisor import Failure, Poller, Reply, WorkerHandle
+from .worker import CALL, EXECUTED, RESET, REWARD, START, STEP, TERMINATED, TIMING_FIELDS, TRUNCATED, WorkerSpec
 
 log = logging.getLogger("rlbench_vec")
 CLOSE_TIMEOUT_S = 10.0
@@ -45,26 +45,6 @@ class Outcome:
     error: WorkerError | None = None
     restarted: str | None = None
     data: Any = None
-
-
-@dataclass
-class Stats:
-    """Cumulative per-env timing (seconds) and counts since start or the last `reset_stats()`."""
-
-    steps: np.ndarray
-    exec_s: np.ndarray
-    write_s: np.ndarray
-    ipc_s: np.ndarray
-    reset_s: np.ndarray
-    restarts: np.ndarray
-    errors: np.ndarray
-
-    @classmethod
-    def zeros(cls, n: int) -> "Stats":
-        return cls(*(np.zeros(n) for _ in range(7)))
-
-    def as_dict(self) -> dict[str, np.ndarray]:
-        return {k: v.copy() for k, v in asdict(self).items()}
 
 
 def _space(spec: shm.Field | Any) -> gym.spaces.Box:
@@ -188,14 +168,13 @@ class RLBenchVectorEnv(VectorEnv):
             check_display(self.vector_config.display, backend_class(config.backend).needs_display(config))
         shm.sweep_stale_segments()
         self._resources = _Resources()
+        self._poller = Poller()
         self._finalizer = weakref.finalize(self, self._resources.release)
         self._resources.buffers = shm.SharedBuffers.create(self._buffer_plan())
         arrays = self._resources.buffers.arrays
         self._obs = self._resources.buffers.group("obs")
         self._chunk_obs = self._resources.buffers.group("chunk_obs")
-        self._actions, self._rewards = arrays["actions"], arrays["rewards"]
-        self._terminated, self._truncated = arrays["terminated"], arrays["truncated"]
-        self._executed, self._timing = arrays["executed"], arrays["timing"]
+        self._actions, self._outcome, self._timing = arrays["actions"], arrays["outcome"], arrays["timing"]
 
         self._needs_reset = np.ones(n, dtype=bool)
         self._restart_noop = np.zeros(n, dtype=bool)
@@ -204,7 +183,9 @@ class RLBenchVectorEnv(VectorEnv):
         self._restart_reason: dict[int, str] = {}
         self._restarts_total = 0
         self._first_reset = True
-        self._stats = Stats.zeros(n)
+        self._round_trip_s = [0.0] * n  # step and reset commands, for the IPC share of stats()
+        self._errors = [0] * n
+        self._stats_baseline = np.zeros((n, len(TIMING_FIELDS) + 3))
         self.start_time_s = 0.0
         try:
             self._start_workers(on_worker_ready)
@@ -220,11 +201,8 @@ class RLBenchVectorEnv(VectorEnv):
             plan.update({f"chunk_obs/{key}": ((n, k, *s.shape), s.dtype) for key, s in self._obs_spec.items()})
         plan.update({
             "actions": ((n, k, self._action_size), np.dtype(np.float32)),
-            "rewards": ((n, k), np.dtype(np.float64)),
-            "terminated": ((n, k), np.dtype(bool)),
-            "truncated": ((n, k), np.dtype(bool)),
-            "executed": ((n, k), np.dtype(bool)),
-            "timing": ((n, 2), np.dtype(np.float64)),
+            "outcome": ((n, 4, k), np.dtype(np.float64)),
+            "timing": ((n, len(TIMING_FIELDS)), np.dtype(np.float64)),
         })
         return plan
 
@@ -238,7 +216,7 @@ class RLBenchVectorEnv(VectorEnv):
                 fields=self._resources.buffers.fields, display=display, max_chunk=vc.max_chunk,
                 chunk_obs=vc.chunk_obs, parent_pid=0,
             )
-            handle = WorkerHandle(spec)
+            handle = WorkerHandle(spec, self._poller)
             self._resources.handles.append(handle)
             handle.start(vc.start_timeout_s)
         ready = 0
@@ -256,16 +234,14 @@ class RLBenchVectorEnv(VectorEnv):
     # ------------------------------------------------------------------ worker events
     def _pump(self, timeout_s: float | None) -> list[WorkerHandle]:
         """Wait once for worker messages, handle them, enforce deadlines. Returns handles that
-        became idle."""
+        became idle. A worker found dead while idle is restarted at once."""
         busy = [h for h in self._workers if h.pending is not None]
-        if not busy:
-            return []
-        now = time.monotonic()
-        wait_s = max(0.0, min(h.pending.deadline for h in busy) - now)
-        if timeout_s is not None:
-            wait_s = min(wait_s, timeout_s)
+        wait_s = timeout_s
+        if busy:
+            next_deadline = min(h.pending.deadline for h in busy) - time.monotonic()
+            wait_s = max(0.0, next_deadline if timeout_s is None else min(next_deadline, timeout_s))
         idle = []
-        for handle in wait_any(busy, wait_s):
+        for handle in self._poller.wait(wait_s):
             message = handle.receive()
             if message is not None and self._handle(handle, message):
                 idle.append(handle)
@@ -293,7 +269,8 @@ class RLBenchVectorEnv(VectorEnv):
                 self._restart(handle, error.args[0])
                 return False
             return True
-        self._account(i, message)
+        if message.command != CALL:
+            self._round_trip_s[i] += message.round_trip_s
         if restarting:
             if not message.ok:
                 self._restart(handle, f"reset after restart failed: {message.data[0]}")
@@ -304,32 +281,18 @@ class RLBenchVectorEnv(VectorEnv):
             if command == CALL:
                 outcome.error = WorkerError(i, f"the worker was restarted during call(): {reason}")
             self._needs_reset[i] = False
-            self._restart_noop[i] = command == STEP
             self._done[i] = outcome
             return True
         if not message.ok:
             self._needs_reset[i] = True
-            self._stats.errors[i] += 1
+            self._errors[i] += 1
             self._done[i] = Outcome(error=WorkerError(i, message.data[0], message.data[1]))
             return True
         if message.command == CALL:
             self._done[i] = Outcome(data=message.data)
         else:
             self._done[i] = Outcome(info=message.data)
-            self._needs_reset[i] = bool(message.command == STEP and (self._terminated[i].any() or self._truncated[i].any()))
         return True
-
-    def _account(self, i: int, reply: Reply) -> None:
-        exec_s, write_s = self._timing[i]
-        if reply.command == RESET or (reply.ok and isinstance(reply.data, dict) and reply.data.get("autoreset")):
-            self._stats.reset_s[i] += exec_s
-        elif reply.command == STEP:
-            self._stats.exec_s[i] += exec_s
-            self._stats.steps[i] += int(self._executed[i].sum())
-        else:
-            return
-        self._stats.write_s[i] += write_s
-        self._stats.ipc_s[i] += max(0.0, reply.round_trip_s - exec_s - write_s)
 
     def _restart_seed(self, i: int, restarts: int) -> int:
         entropy = [self.vector_config.seed or 0, i, restarts]
@@ -340,7 +303,6 @@ class RLBenchVectorEnv(VectorEnv):
         handle.kill()
         handle.restarts += 1
         self._restarts_total += 1
-        self._stats.restarts[i] += 1
         vc = self.vector_config
         if handle.restarts > vc.max_restarts_per_env or self._restarts_total > vc.max_restarts_total:
             raise RestartBudgetExceeded(
@@ -408,8 +370,11 @@ class RLBenchVectorEnv(VectorEnv):
         return ids
 
     def _drain(self) -> None:
-        """Finish and discard every command in flight (reset and close start from a clean slate)."""
+        """Finish and discard every command in flight and every restart (reset and call start from
+        a clean slate)."""
         self._wait_for(set(self._awaiting), len(self._awaiting), None)
+        while self._restart_reason:
+            self._pump(None)
         self._done.clear()
         self._awaiting.clear()
 
@@ -430,8 +395,7 @@ class RLBenchVectorEnv(VectorEnv):
         self._restart_noop[:] = False
         for i, handle in enumerate(self._workers):
             self._awaiting[i] = (RESET, 1, False)
-            if i not in self._restart_reason:
-                handle.send(RESET, (seeds[i], options), self.vector_config.reset_timeout_s)
+            handle.send(RESET, (seeds[i], options), self.vector_config.reset_timeout_s)
         ids = self._wait_for(set(range(self.num_envs)), self.num_envs, None)
         obs, _, _, _, info = self._collect(np.asarray(ids))
         return obs, info
@@ -452,9 +416,12 @@ class RLBenchVectorEnv(VectorEnv):
             self._actions[ids, :k] = batch
         for i in ids.tolist():
             self._awaiting[i] = (STEP, k, chunked)
+            if i in self._restart_reason or i in self._done:
+                continue  # a restart is under way or done: its outcome answers this step
             if self._restart_noop[i]:
+                # the restart already reset this env: this is its (free) next-step autoreset
                 self._restart_noop[i] = False
-                self._executed[i], self._rewards[i], self._terminated[i], self._truncated[i] = False, 0.0, False, False
+                self._outcome[i] = 0.0
                 self._done[i] = Outcome(info={"autoreset": True})
                 continue
             timeout = self.vector_config.reset_timeout_s if self._needs_reset[i] else self.vector_config.step_timeout_s * k
@@ -502,37 +469,39 @@ class RLBenchVectorEnv(VectorEnv):
         return self.step_wait()
 
     def _collect(self, ids: np.ndarray):
-        """Hand the outcomes of `ids` to the user as a batch; raise the first worker error after
-        taking every outcome out, so no env is left half-served."""
+        """Hand the outcomes of `ids` to the user as a batch. A worker error is raised after every
+        outcome was taken out and every flag updated, so no env is left half-served."""
         full = len(ids) == self.num_envs
-        commands = [self._awaiting.pop(int(i)) for i in ids]
-        outcomes = [self._done.pop(int(i)) for i in ids]
-        errors = [o.error for o in outcomes if o.error is not None]
-        if errors:
-            raise errors[0]
-        pick = (lambda a: a) if full else (lambda a: a[ids])
-        obs = {key: pick(view) for key, view in self._obs.items()}
-        if self.vector_config.copy_obs and full:
-            obs = {key: view.copy() for key, view in obs.items()}
+        rows = slice(None) if full else ids
+        commands = [self._awaiting.pop(i) for i in ids.tolist()]
+        outcomes = [self._done.pop(i) for i in ids.tolist()]
         k = max(c[1] for c in commands)
-        chunked = any(c[2] for c in commands)
-        reward = self._rewards[ids, :k].astype(np.float64)
-        terminated = self._terminated[ids, :k].copy()
-        truncated = self._truncated[ids, :k].copy()
-        executed = self._executed[ids, :k].copy()
+        outcome = self._outcome[rows, :, :k]
+        reward = outcome[:, REWARD].copy()
+        terminated, truncated, executed = (outcome[:, row] > 0 for row in (TERMINATED, TRUNCATED, EXECUTED))
         infos = [o.info for o in outcomes]
         for row, outcome in enumerate(outcomes):
             if outcome.restarted is not None:
                 infos[row] = {**(infos[row] or {}), "restarted": True, "restart_reason": outcome.restarted}
                 if commands[row][0] == STEP:
-                    reward[row], terminated[row], executed[row] = 0.0, False, False
-                    truncated[row] = False
+                    reward[row], terminated[row], truncated[row], executed[row] = 0.0, False, False, False
                     truncated[row, 0] = True
-        info = _merge_infos(infos)
-        if chunked:
+                    self._restart_noop[ids[row]] = True
+        self._needs_reset[rows] = (terminated | truncated).any(axis=1)
+        errors = [o.error for o in outcomes if o.error is not None]
+        if errors:
+            raise errors[0]
+        if not full:
+            obs = {key: view[ids] for key, view in self._obs.items()}  # fancy indexing copies
+        elif self.vector_config.copy_obs:
+            obs = {key: view.copy() for key, view in self._obs.items()}
+        else:
+            obs = dict(self._obs)
+        info = _merge_infos(infos) if any(infos) else {}
+        if any(c[2] for c in commands):
             info["executed"] = executed
             if self._chunk_obs:
-                info["chunk_observations"] = {key: pick(view)[:, :k] for key, view in self._chunk_obs.items()}
+                info["chunk_observations"] = {key: view[rows, :k] for key, view in self._chunk_obs.items()}
             return obs, reward, terminated, truncated, info
         return obs, reward[:, 0], terminated[:, 0], truncated[:, 0], info
 
@@ -579,14 +548,22 @@ class RLBenchVectorEnv(VectorEnv):
             results.extend(outcome.data)
         return results
 
+    def _stats_now(self) -> np.ndarray:
+        extra = np.array([self._round_trip_s, [h.restarts for h in self._workers], self._errors], dtype=float).T
+        return np.concatenate([self._timing, extra], axis=1)
+
     def stats(self) -> dict[str, np.ndarray]:
-        """Per-env cumulative timing: exec_s (backend steps), write_s (observation writes), ipc_s (round
-        trip minus worker time), reset_s, and counts: steps (executed actions), restarts, errors."""
-        return self._stats.as_dict()
+        """Per-env totals since start or reset_stats(): exec_s (backend steps), write_s (observation
+        writes), reset_s, ipc_s (round trips of step/reset commands minus the worker's time in them:
+        pipe, scheduling and main-process overhead), steps (executed actions), resets, restarts, errors."""
+        now = self._stats_now() - self._stats_baseline
+        out = {name: now[:, col] for col, name in enumerate(TIMING_FIELDS)}
+        round_trip, out["restarts"], out["errors"] = now[:, -3], now[:, -2], now[:, -1]
+        out["ipc_s"] = np.maximum(0.0, round_trip - out["exec_s"] - out["write_s"] - out["reset_s"])
+        return out
 
     def reset_stats(self) -> None:
-        self._stats = Stats.zeros(self.num_envs)
-        self._stats.restarts[:] = [h.restarts for h in self._workers]
+        self._stats_baseline = self._stats_now()
 
     @property
     def worker_pids(self) -> list[int]:
@@ -601,6 +578,12 @@ class RLBenchVectorEnv(VectorEnv):
         if getattr(self, "_finalizer", None) is not None:
             self._finalizer()
         self.closed = True
+
+    def __enter__(self) -> "RLBenchVectorEnv":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         c = self.env_config

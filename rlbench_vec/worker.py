@@ -1,15 +1,18 @@
 """The worker process: owns one backend, runs commands from the main process, writes into shared memory.
 
-Protocol (over a multiprocessing Pipe): the main process sends (command, seq, argument); the worker
-answers (seq, status, data) exactly once per command. Actions, observations, rewards and flags travel
-through the shared buffers, so replies are tiny on the fast path (data is None).
+Protocol (over a socket pair): the main process sends a command frame (command, k, seq, payload);
+the worker answers a reply frame (seq, status, payload) exactly once per command. Actions,
+observations, rewards and flags travel through the shared buffers, so on the fast path a frame is a
+12-byte header with no payload: one write and one read system call each way, no pickling.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import pickle
 import signal
+import struct
 import threading
 import time
 import traceback
@@ -18,8 +21,59 @@ from typing import Any
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 START, RESET, STEP, CALL, CLOSE = "start", "reset", "step", "call", "close"
+COMMANDS = (START, RESET, STEP, CALL, CLOSE)  # a command's wire code is its index
+COMMAND_CODES = {command: code for code, command in enumerate(COMMANDS)}
 OK, FAILED = 0, 1
 PR_SET_PDEATHSIG = 1
+COMMAND_HEADER = struct.Struct("<BxHII")  # command code, k (actions in a step), seq, payload size
+REPLY_HEADER = struct.Struct("<IBxxxI")  # seq, status, payload size
+READ_SIZE = 1 << 16
+
+
+def _write_frame(fd: int, header: struct.Struct, *fields: int, payload: Any = None) -> None:
+    if payload is None:
+        os.write(fd, header.pack(*fields, 0))  # a few bytes: one write, never partial
+        return
+    body = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    frame = memoryview(header.pack(*fields, len(body)) + body)
+    while frame:
+        frame = frame[os.write(fd, frame):]
+
+
+def _read_frame(fd: int, header: struct.Struct) -> tuple[tuple, Any]:
+    """One frame: fixed header then an optional pickled payload. EOFError when the peer is gone."""
+    data = os.read(fd, READ_SIZE)
+    while len(data) < header.size:
+        more = os.read(fd, READ_SIZE)
+        if not more:
+            raise EOFError("peer closed the connection")
+        data += more
+    *fields, size = header.unpack_from(data)
+    body = data[header.size:]
+    while len(body) < size:
+        more = os.read(fd, size - len(body))
+        if not more:
+            raise EOFError("peer closed the connection")
+        body += more
+    return tuple(fields), pickle.loads(body) if size else None
+
+
+def send_command(fd: int, command: str, seq: int, k: int = 0, payload: Any = None) -> None:
+    _write_frame(fd, COMMAND_HEADER, COMMAND_CODES[command], k, seq, payload=payload)
+
+
+def read_command(fd: int) -> tuple[str, int, int, Any]:
+    (code, k, seq), payload = _read_frame(fd, COMMAND_HEADER)
+    return COMMANDS[code], k, seq, payload
+
+
+def send_reply(fd: int, seq: int, status: int, payload: Any = None) -> None:
+    _write_frame(fd, REPLY_HEADER, seq, status, payload=payload)
+
+
+def read_reply(fd: int) -> tuple[int, int, Any]:
+    (seq, status), payload = _read_frame(fd, REPLY_HEADER)
+    return seq, status, payload
 
 
 @dataclass(frozen=True)
@@ -53,8 +107,17 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="rlbench_vec-parent-watchdog", daemon=True).start()
 
 
+TIMING_FIELDS = ("exec_s", "write_s", "reset_s", "steps", "resets")
+REWARD, TERMINATED, TRUNCATED, EXECUTED = range(4)  # rows of an env's `outcome` block (4, max_chunk)
+
+
 class EpisodeRunner:
-    """Runs reset/step/chunks on the backend, with gymnasium's next-step autoreset and truncation."""
+    """Runs reset/step/chunks on the backend, with gymnasium's next-step autoreset and truncation.
+
+    Per env, shared memory holds `outcome` (4, max_chunk): reward, terminated, truncated, executed
+    per action of the last command; and `timing`: cumulative TIMING_FIELDS, which outlive a
+    restarted worker, so counts carry over.
+    """
 
     def __init__(self, backend, buffers, spec: WorkerSpec):
         i = spec.env_index
@@ -63,89 +126,91 @@ class EpisodeRunner:
         self.obs = buffers.row("obs", i)
         self.chunk_obs = buffers.row("chunk_obs", i) if spec.chunk_obs == "all" else None
         self.actions = buffers.arrays["actions"][i]
-        self.rewards = buffers.arrays["rewards"][i]
-        self.terminated = buffers.arrays["terminated"][i]
-        self.truncated = buffers.arrays["truncated"][i]
-        self.executed = buffers.arrays["executed"][i]
-        self.timing = buffers.arrays["timing"][i]  # exec_s, write_s of the last command
+        self.outcome = buffers.arrays["outcome"][i]
+        self.timing_row = buffers.arrays["timing"][i]
+        self.timing = [float(v) for v in self.timing_row]
         self.episode_over = True
         self.elapsed = 0
 
-    def _write(self, out) -> float:
+    def _write(self, out) -> None:
         start = time.perf_counter()
         self.backend.write_observation(out)
-        return time.perf_counter() - start
+        self.timing[1] += time.perf_counter() - start
 
     def reset(self, seed: int | None, options: dict | None) -> dict:
         start = time.perf_counter()
         info = self.backend.reset(seed, options)
-        self.timing[0] = time.perf_counter() - start
-        self.timing[1] = self._write(self.obs)
+        self.timing[2] += time.perf_counter() - start
+        self.timing[4] += 1
+        self._write(self.obs)
         self.episode_over, self.elapsed = False, 0
+        self.timing_row[:] = self.timing
         return info
 
     def step(self, k: int) -> dict | None:
         """Run up to k actions; stop at the episode's end. Next-step autoreset: a command that
         arrives after the episode ended resets instead and executes nothing."""
-        self.rewards[:] = 0.0
-        self.terminated[:] = False
-        self.truncated[:] = False
-        self.executed[:] = False
+        self.outcome[:] = 0.0
         if self.episode_over:
             info = self.reset(None, None)
             info["autoreset"] = True
             return info
         infos: dict[str, Any] = {}
-        exec_s = write_s = 0.0
+        start = time.perf_counter()
         for j in range(k):
-            start = time.perf_counter()
             result = self.backend.step(self.actions[j])
-            exec_s += time.perf_counter() - start
             self.elapsed += 1
-            self.executed[j] = True
-            self.rewards[j] = result.reward
-            self.terminated[j] = bool(result.terminated)
-            self.truncated[j] = self.elapsed >= self.max_steps and not result.terminated
-            infos.update(result.info)
-            self.episode_over = bool(self.terminated[j] or self.truncated[j])
+            truncated = self.elapsed >= self.max_steps and not result.terminated
+            self.outcome[:, j] = (result.reward, result.terminated, truncated, True)
+            if result.info:
+                infos.update(result.info)
+            self.episode_over = bool(result.terminated) or truncated
             if self.chunk_obs is not None:
-                write_s += self._write({key: view[j] for key, view in self.chunk_obs.items()})
+                self.timing[0] += time.perf_counter() - start
+                self._write({key: view[j] for key, view in self.chunk_obs.items()})
+                start = time.perf_counter()
             if self.episode_over:
                 break
+        self.timing[0] += time.perf_counter() - start
+        self.timing[3] += j + 1
         if self.chunk_obs is None:
-            write_s += self._write(self.obs)
+            self._write(self.obs)
         else:
             for key, view in self.obs.items():
                 view[...] = self.chunk_obs[key][j]
-        self.timing[0], self.timing[1] = exec_s, write_s
+        self.timing_row[:] = self.timing
         return infos or None
 
 
-def serve(conn, runner: EpisodeRunner) -> None:
+def serve(fd: int, runner: EpisodeRunner) -> None:
     """Answer commands until CLOSE or until the main process hangs up."""
     while True:
         try:
-            command, seq, argument = conn.recv()
+            command, k, seq, payload = read_command(fd)
         except (EOFError, OSError):
             return
         try:
             if command == STEP:
-                data = runner.step(argument)
+                data = runner.step(k)
             elif command == RESET:
-                data = runner.reset(*argument)
+                data = runner.reset(*payload)
             elif command == CALL:
-                name, args, kwargs, ends_episode = argument
+                name, args, kwargs, ends_episode = payload
                 data = getattr(runner.backend, name)(*args, **kwargs)
                 runner.episode_over = runner.episode_over or ends_episode
             elif command == CLOSE:
-                conn.send((seq, OK, None))
+                send_reply(fd, seq, OK)
                 return
             else:
-                raise ValueError(f"unknown command {command!r}")
-            conn.send((seq, OK, data))
+                raise ValueError(f"unexpected command {command!r}")
+            send_reply(fd, seq, OK, data)
         except Exception as error:  # the main process decides what a backend error means
             runner.episode_over = True
-            conn.send((seq, FAILED, (f"{type(error).__name__}: {error}", traceback.format_exc())))
+            send_reply(fd, seq, FAILED, failure(error))
+
+
+def failure(error: BaseException) -> tuple[str, str]:
+    return f"{type(error).__name__}: {error}", traceback.format_exc()
 
 
 def worker_main(spec: WorkerSpec, conn) -> None:
@@ -154,6 +219,10 @@ def worker_main(spec: WorkerSpec, conn) -> None:
     die_with_parent(spec.parent_pid)
     for name in THREAD_VARS:
         os.environ.setdefault(name, "1")
+    # Simulators are throughput work: SCHED_BATCH stops a worker woken by a command from preempting
+    # the main process while it is still sending the rest of the batch.
+    if hasattr(os, "SCHED_BATCH"):
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     if spec.cpu_affinity:
         os.sched_setaffinity(0, spec.cpu_affinity)
 
@@ -173,12 +242,12 @@ def worker_main(spec: WorkerSpec, conn) -> None:
         backend = backend_type(spec.config, spec.env_index)
         runner = EpisodeRunner(backend, buffers, spec)
     except Exception as error:
-        conn.send((0, FAILED, (f"{type(error).__name__}: {error}", traceback.format_exc())))
+        send_reply(conn.fileno(), 0, FAILED, failure(error))
         _shutdown(backend, display)
         return
-    conn.send((0, OK, os.getpid()))
+    send_reply(conn.fileno(), 0, OK, os.getpid())
     try:
-        serve(conn, runner)
+        serve(conn.fileno(), runner)
     finally:
         _shutdown(backend, display)
 

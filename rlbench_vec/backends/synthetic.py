@@ -26,6 +26,7 @@ _OPTIONS = {
     "step_cost_s", "step_cost_dist", "reset_cost_s", "episode_length", "task_state_size",
     "hang_at_step", "raise_at_step", "crash_at_step", "hang_on_reset",
 }
+_IMAGE_SUFFIXES = ("_rgb", "_depth", "_mask", "_point_cloud")
 PARETO_SHAPE = 2.5  # finite mean and variance, long tail
 
 
@@ -57,10 +58,12 @@ class SyntheticBackend(Backend):
     def __init__(self, config: EnvConfig, env_index: int):
         self.config = config
         self.options = dict(config.backend_options)
+        self.step_cost_s = float(self.options.get("step_cost_s", 0.0))
         self.rng = np.random.default_rng(env_index)
         self.steps = 0
         self.joints = np.zeros(7)
         self.images_stale = True
+        self._bound: Mapping[str, np.ndarray] | None = None
 
     def _cost(self, mean: float) -> float:
         if mean <= 0:
@@ -88,25 +91,35 @@ class SyntheticBackend(Backend):
             raise RuntimeError(f"synthetic failure at step {self.steps}")
         if self.steps == self.options.get("crash_at_step"):
             os.abort()
-        busy_wait(self._cost(float(self.options.get("step_cost_s", 0.0))))
+        busy_wait(self._cost(self.step_cost_s))
         self.steps += 1
-        self.joints = self.joints + 0.01 * np.asarray(action[:7], dtype=np.float64)
+        self.joints += 0.01 * action[:7]
         success = self.steps == self.options.get("episode_length")
         return StepResult(reward=float(success), terminated=success)
 
+    def _classify(self, out: Mapping[str, np.ndarray]) -> None:
+        """Sort the output views once per output dict: images are stamped, low-dim fields rewritten."""
+        self._bound = out
+        self._images = [a.reshape(-1) for k, a in out.items() if k.endswith(_IMAGE_SUFFIXES)]
+        self._joints = [a for k, a in out.items() if k == "joint_positions"]
+        self._low_dim = [a for k, a in out.items() if not k.endswith(_IMAGE_SUFFIXES) and k != "joint_positions"]
+
     def write_observation(self, out: Mapping[str, np.ndarray]) -> None:
-        for key, array in out.items():
-            if array.ndim >= 2 and key.endswith(("_rgb", "_depth", "_mask", "_point_cloud")):
-                if self.images_stale:
-                    array[...] = self.rng.integers(0, 256, array.shape) if array.dtype == np.uint8 else self.rng.random(array.shape)
-                array.flat[0] = self.steps % 256  # a stamp, so every step changes the image
-            elif key == "joint_positions":
-                array[:] = self.joints
-            elif key == "task_low_dim_state":
-                array[:] = self.steps
-            else:
-                array[...] = self.steps * 1e-3
-        self.images_stale = False
+        """Images are filled with noise at reset and stamped each step (so every step changes
+        them); low-dim fields are rewritten each step: all in place, like a simulator rendering."""
+        if out is not self._bound:
+            self._classify(out)
+        if self.images_stale:
+            for flat in self._images:
+                flat[:] = self.rng.integers(0, 256, flat.size) if flat.dtype == np.uint8 else self.rng.random(flat.size)
+            self.images_stale = False
+        stamp, value = self.steps % 256, self.steps * 1e-3
+        for flat in self._images:
+            flat[0] = stamp
+        for array in self._joints:
+            array[:] = self.joints
+        for array in self._low_dim:
+            array[...] = value
 
 
 BACKEND = SyntheticBackend

@@ -1,0 +1,125 @@
+"""Scripted oracles: privileged-state solutions of each task, as examples and to make demos.
+
+An oracle is a list of TCP waypoints (pose + gripper state), planned from the episode's initial
+state. `oracle_actions` turns them into actions of the env's action mode:
+  ik           one pose action per waypoint (straight segments split into 3 cm pieces);
+  planning     one pose action per waypoint (the mode moves in straight lines itself);
+  joint modes  IK to each waypoint, then joint actions until the arm is there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+
+from .actions import ActionExecutor
+from .geometry import frame_quat, mat_to_quat, yaw_rotation
+from .robot import CONTROL_DT, Panda
+from .scene import FINGER_MAX, PANDA_DQ_MAX
+from .tasks import OpenDrawer, PickAndLift, ReachTarget, Task
+
+IK_SEGMENT = 0.03  # metres: straight moves in ik mode are split into pieces this long
+JOINT_TOLERANCE = 0.01  # rad: a joint-space oracle moves on when every joint is this close
+MAX_ACTIONS_PER_WAYPOINT = 60
+
+
+@dataclass
+class Waypoint:
+    position: np.ndarray
+    quat: np.ndarray  # (w, x, y, z)
+    gripper_open: bool
+    straight: bool = False  # the TCP must move in a straight line to get here (e.g. pulling a drawer)
+
+
+def top_down_quat(yaw: float) -> np.ndarray:
+    """The gripper pointing straight down, fingers closing along the direction `yaw` + 90 degrees."""
+    return mat_to_quat(yaw_rotation(yaw) @ np.diag([1.0, -1.0, -1.0]))
+
+
+def reach_target(task: ReachTarget, panda: Panda) -> list[Waypoint]:
+    _, quat, _ = panda.tcp_pose()
+    return [Waypoint(task.target_position.copy(), quat, True)]
+
+
+def pick_and_lift(task: PickAndLift, panda: Panda) -> list[Waypoint]:
+    block = task.block_position.copy()
+    # A cube looks the same every 90 degrees: grasp at the equivalent yaw closest to the gripper's.
+    w, z = task.block_quat[0], task.block_quat[3]
+    yaw = (2 * math.atan2(z, w) + math.pi / 4) % (math.pi / 2) - math.pi / 4
+    quat = top_down_quat(yaw)
+    above = block + [0, 0, 0.12]
+    target = task.target_position.copy()
+    lifted = np.array([block[0], block[1], target[2]])
+    return [
+        Waypoint(above, quat, True),
+        Waypoint(block, quat, True, straight=True),
+        Waypoint(block, quat, False),
+        Waypoint(lifted, quat, False, straight=True),
+        Waypoint(target, quat, False, straight=True),
+    ]
+
+
+def open_drawer(task: OpenDrawer, panda: Panda) -> list[Waypoint]:
+    pull = task.pull_direction
+    handle = task.handle_position.copy()
+    # Approach along -pull (into the cabinet), fingers closing vertically around the horizontal bar.
+    quat = frame_quat(np.cross((0.0, 0.0, 1.0), -pull), (0.0, 0.0, 1.0))
+    return [
+        Waypoint(handle + 0.12 * pull, quat, True),
+        Waypoint(handle, quat, True, straight=True),
+        Waypoint(handle, quat, False),
+        Waypoint(handle + 0.22 * pull, quat, False, straight=True),
+    ]
+
+
+ORACLES: dict[str, Callable[[Task, Panda], list[Waypoint]]] = {
+    "reach_target": reach_target,
+    "pick_and_lift": pick_and_lift,
+    "open_drawer": open_drawer,
+}
+
+
+def _gripper_value(executor: ActionExecutor, is_open: bool) -> float:
+    if executor.config.gripper_mode == "discrete":
+        return float(is_open)
+    return FINGER_MAX if is_open else 0.0
+
+
+def _pose_targets(panda: Panda, waypoint: Waypoint, split: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The waypoint's pose, preceded by intermediate poses on the straight line when `split`."""
+    if not (split and waypoint.straight):
+        return [(waypoint.position, waypoint.quat)]
+    start, _, _ = panda.tcp_pose()
+    count = max(1, math.ceil(np.linalg.norm(waypoint.position - start) / IK_SEGMENT))
+    return [(start + (i / count) * (waypoint.position - start), waypoint.quat) for i in range(1, count + 1)]
+
+
+def oracle_actions(task: Task, panda: Panda, executor: ActionExecutor) -> Iterator[np.ndarray]:
+    """Actions (float32) solving the current episode; the caller steps each before asking for the next."""
+    config = executor.config
+    for waypoint in ORACLES[task.name](task, panda):
+        gripper = _gripper_value(executor, waypoint.gripper_open)
+        split = config.arm_mode != "planning"
+        for position, quat in _pose_targets(panda, waypoint, split):
+            if executor.pose_mode:
+                yield np.append(executor.encode_pose(position, quat), gripper).astype(np.float32)
+                continue
+            goal = panda.kinematics.solve_near(panda.qpos, position, quat).qpos
+            for _ in range(MAX_ACTIONS_PER_WAYPOINT):
+                error = goal - panda.qpos
+                if np.all(np.abs(error) < JOINT_TOLERANCE):
+                    break
+                if config.arm_mode == "joint_velocity":
+                    arm = np.clip(error / CONTROL_DT, -PANDA_DQ_MAX, PANDA_DQ_MAX)
+                else:
+                    arm = goal if config.absolute_mode else error
+                yield np.append(arm, gripper).astype(np.float32)
+            else:
+                continue
+        if not executor.pose_mode:
+            # The gripper acts after the arm within one action: one more action holding the arm still.
+            hold = np.zeros(7) if config.arm_mode == "joint_velocity" or not config.absolute_mode else panda.qpos
+            yield np.append(hold, gripper).astype(np.float32)

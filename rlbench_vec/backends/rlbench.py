@@ -1,0 +1,386 @@
+"""RLBench (CoppeliaSim 4.1 through PyRep) in a worker process.
+
+The main process calls only the classmethods: they locate the rlbench package on disk without
+importing it (importing rlbench or pyrep loads libcoppeliaSim). The worker imports both in
+`__init__`, after DISPLAY is set, and calls every simulator method from its main thread, the thread
+that launched CoppeliaSim (PyRep's rule).
+
+backend_options, passed to rlbench.Environment as given (upstream defaults otherwise):
+  robot_setup             "panda" (default) or "sawyer": the observation layout has 7 arm joints
+  static_positions, frequency, attach_grasped_objects (also given to the gripper action mode),
+  shaped_rewards (only for tasks whose file defines reward()), arm_max_velocity,
+  arm_max_acceleration, dataset_root
+  randomize_every         "episode", "variation" or "transition" (RandomizeEvery by name); needs
+  visual_randomization_config / dynamics_randomization_config: dicts of keyword arguments for
+                          VisualRandomizationConfig (image_directory=..., ...) / DynamicsRandomizationConfig
+and this backend's own:
+  variation               fixed variation index; default: sampled at every reset. reset(options=
+                          {"variation": i}) overrides it for one reset.
+  task_state_size         length of task_low_dim_state (see `task_state_size`)
+  collision_checking      for arm_mode "ik" / "planning" (default False, as upstream)
+  reset_attempts          resets tried when RLBench cannot place the task (default 3)
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import logging
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..config import CAMERAS, LOW_DIM_FIELDS, EnvConfig
+from ..errors import BackendUnavailableError, ConfigError
+from .base import Backend, Demo, StepResult
+
+log = logging.getLogger("rlbench_vec")
+
+ENVIRONMENT_OPTIONS = (
+    "dataset_root", "static_positions", "robot_setup", "randomize_every", "frequency",
+    "visual_randomization_config", "dynamics_randomization_config", "attach_grasped_objects",
+    "shaped_rewards", "arm_max_velocity", "arm_max_acceleration",
+)
+OWN_OPTIONS = ("variation", "task_state_size", "collision_checking", "reset_attempts")
+SEVEN_JOINT_ROBOTS = ("panda", "sawyer")  # rlbench.const.SUPPORTED_ROBOTS with 7 arm joints
+RANDOMIZE_EVERY = ("episode", "variation", "transition")
+RENDER_MODES = {None: "OPENGL3", "opengl3": "OPENGL3", "opengl": "OPENGL"}  # pyrep.const.RenderMode names
+DEFAULT_RESET_ATTEMPTS = 3
+# task_low_dim_state lengths of the upstream tasks that define their own get_low_dim_state()
+# (rlbench/tasks/*.py, RLBench 1.2.0). Every other task concatenates the poses of the objects in its
+# scene file, so its length is known only once CoppeliaSim has loaded it.
+TASK_STATE_SIZES = {"reach_target": 3, "pick_and_lift": 6, "slide_block_to_target": 6}
+# Low-dim fields that demo actions are derived from: always recorded (a few joint reads, no rendering).
+ARM_ACTION_SOURCE = {
+    "ik": "gripper_pose", "planning": "gripper_pose",
+    "joint_position": "joint_positions", "joint_velocity": "joint_velocities",
+}
+GRIPPER_ACTION_SOURCE = {"discrete": "gripper_open", "joint_position": "gripper_joint_positions"}
+
+
+def tasks_dir() -> Path:
+    """rlbench/tasks of the installed RLBench, found without importing rlbench."""
+    spec = importlib.util.find_spec("rlbench")
+    if spec is None or not spec.submodule_search_locations:
+        raise BackendUnavailableError(
+            "backend='rlbench' needs RLBench, PyRep and CoppeliaSim 4.1, and `rlbench` is not importable here. "
+            "Install them with scripts/install_coppeliasim.sh or use the image in docker/ (see docs/rlbench.md), "
+            "or choose backend='mujoco' or 'synthetic'."
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "tasks"
+
+
+def task_names() -> list[str]:
+    return sorted(p.stem for p in tasks_dir().glob("*.py") if p.stem != "__init__")
+
+
+def _task_file(task: str) -> Path:
+    path = tasks_dir() / f"{task}.py"
+    if not path.is_file():
+        names = task_names()
+        close = difflib.get_close_matches(task, names, n=5, cutoff=0.5)
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise ConfigError(
+            f"unknown RLBench task {task!r}.{hint} Tasks are the file names in {tasks_dir()} "
+            f"({len(names)} of them), in snake_case or CamelCase (e.g. 'open_drawer' or 'OpenDrawer')."
+        )
+    return path
+
+
+def _check_options(config: EnvConfig) -> None:
+    """Raise ConfigError for backend_options that cannot work (the checks that need no simulator)."""
+    options = config.backend_options
+    unknown = sorted(set(options) - set(ENVIRONMENT_OPTIONS) - set(OWN_OPTIONS))
+    if unknown:
+        raise ConfigError(f"unknown rlbench backend_options {unknown}; allowed: {sorted(ENVIRONMENT_OPTIONS + OWN_OPTIONS)}.")
+    if options.get("robot_setup", "panda") not in SEVEN_JOINT_ROBOTS:
+        raise ConfigError(f"robot_setup {options['robot_setup']!r} is not supported: the observation layout has 7 arm "
+                          f"joints; choose one of {SEVEN_JOINT_ROBOTS}.")
+    if "randomize_every" in options:
+        if options["randomize_every"] not in RANDOMIZE_EVERY:
+            raise ConfigError(f"randomize_every must be one of {RANDOMIZE_EVERY}, got {options['randomize_every']!r}.")
+        if not ("visual_randomization_config" in options or "dynamics_randomization_config" in options):
+            raise ConfigError("randomize_every needs visual_randomization_config and/or dynamics_randomization_config.")
+    for name in ("visual_randomization_config", "dynamics_randomization_config"):
+        if not isinstance(options.get(name, {}), Mapping):
+            raise ConfigError(f"{name} must be a dict of keyword arguments for RLBench's class, got {options[name]!r}.")
+    variation = options.get("variation")
+    if variation is not None and not (isinstance(variation, int) and variation >= 0):
+        raise ConfigError(f"variation must be None (sampled at every reset) or an index >= 0, got {variation!r}.")
+    for name in ("task_state_size", "reset_attempts"):
+        value = options.get(name, 1)
+        if not (isinstance(value, int) and value >= 1):
+            raise ConfigError(f"{name} must be an integer >= 1, got {value!r}.")
+    if options.get("collision_checking") and config.arm_mode not in ("ik", "planning"):
+        raise ConfigError(f"collision_checking applies to arm_mode 'ik' or 'planning', not {config.arm_mode!r}.")
+    if options.get("dataset_root") and not Path(options["dataset_root"]).exists():
+        raise ConfigError(f"dataset_root {options['dataset_root']!r} does not exist.")
+    if config.renderer not in RENDER_MODES:
+        raise ConfigError(f"renderer for rlbench must be one of {list(RENDER_MODES)}, got {config.renderer!r}.")
+
+
+class RLBenchBackend(Backend):
+    name = "rlbench"
+
+    @classmethod
+    def validate(cls, config: EnvConfig) -> None:
+        task_file = _task_file(config.task)
+        _check_options(config)
+        if config.backend_options.get("shaped_rewards") and "def reward(" not in task_file.read_text():
+            raise ConfigError(
+                f"shaped_rewards=True, but task {config.task!r} defines no reward() (RLBench would raise at the "
+                "first step). Tasks with one: " + ", ".join(
+                    p.stem for p in sorted(tasks_dir().glob("*.py")) if "def reward(" in p.read_text()) + "."
+            )
+
+    @classmethod
+    def task_state_size(cls, config: EnvConfig) -> int:
+        """backend_options["task_state_size"], else the upstream length for the few tasks that define
+        it in code (TASK_STATE_SIZES); for the others it depends on the task's scene file."""
+        if "task_state_size" in config.backend_options:
+            return int(config.backend_options["task_state_size"])
+        if config.task in TASK_STATE_SIZES:
+            return TASK_STATE_SIZES[config.task]
+        raise ConfigError(
+            f"the length of task_low_dim_state for task {config.task!r} depends on its scene and is known only once "
+            "CoppeliaSim has loaded it. Pass backend_options={'task_state_size': N}: a wrong N makes the first "
+            "reset fail with a message giving the right one. Or leave 'task_low_dim_state' out of low_dim."
+        )
+
+    @classmethod
+    def needs_display(cls, config: EnvConfig) -> bool:
+        return True  # CoppeliaSim 4.1 needs an X display with GLX even when headless
+
+    def __init__(self, config: EnvConfig, env_index: int):
+        from pyrep.errors import ConfigurationPathError, IKError
+        from rlbench.backend.exceptions import InvalidActionError, TaskEnvironmentError
+        from rlbench.environment import Environment
+        from rlbench.utils import name_to_task_class
+
+        from ..spec import observation_spec
+
+        self.env = None
+        self.config = config
+        self.options = config.backend_options
+        self.layout = observation_spec(config)
+        self.action_errors = (InvalidActionError, IKError, ConfigurationPathError)
+        self.reset_error = TaskEnvironmentError
+        self.error_count = 0
+        self.obs: Any = None
+        self.variation = 0
+        self.descriptions: dict[int, list[str]] = {}  # per variation, from the resets seen so far
+
+        self.env = Environment(
+            action_mode=self._action_mode(), obs_config=self._observation_config(), headless=True,
+            **self._environment_options(),
+        )
+        self.env.launch()
+        self.task_env = self.env.get_task(name_to_task_class(config.task))
+        count = self.task_env.variation_count()
+        fixed = self.options.get("variation")
+        if fixed is not None and fixed >= count:
+            raise ConfigError(f"variation {fixed} does not exist: task {config.task!r} has {count} (0..{count - 1}).")
+
+    # ------------------------------------------------------------------ construction
+    def _observation_config(self):
+        from pyrep.const import RenderMode
+        from rlbench.observation_config import CameraConfig, ObservationConfig
+
+        c = self.config
+        modalities = set(c.modalities)
+        render_mode = RenderMode[RENDER_MODES[c.renderer]]
+
+        def camera(name: str) -> CameraConfig:
+            on = name in c.cameras
+            return CameraConfig(
+                rgb=on and "rgb" in modalities,
+                # RLBench computes a point cloud only while rgb or depth is on: depth carries it
+                depth=on and bool(modalities & {"depth", "point_cloud"}),
+                point_cloud=on and "point_cloud" in modalities,
+                mask=on and "mask" in modalities,
+                image_size=c.image_size, render_mode=render_mode, masks_as_one_channel=True,
+                depth_in_meters=c.depth_in_meters,
+            )
+
+        low_dim = set(c.low_dim) | {ARM_ACTION_SOURCE[c.arm_mode], GRIPPER_ACTION_SOURCE[c.gripper_mode]}
+        return ObservationConfig(
+            **{f"{name}_camera": camera(name) for name in CAMERAS},
+            **{name: name in low_dim for name in LOW_DIM_FIELDS},
+            gripper_touch_forces=False, wrist_camera_matrix=False, record_gripper_closing=False,
+        )
+
+    def _action_mode(self):
+        from rlbench.action_modes import arm_action_modes as arm
+        from rlbench.action_modes import gripper_action_modes as gripper
+        from rlbench.action_modes.action_mode import MoveArmThenGripper
+
+        c = self.config
+        checking = bool(self.options.get("collision_checking", False))
+        if c.arm_mode == "ik":
+            arm_mode = arm.EndEffectorPoseViaIK(absolute_mode=c.absolute_mode, collision_checking=checking)
+        elif c.arm_mode == "planning":
+            arm_mode = arm.EndEffectorPoseViaPlanning(absolute_mode=c.absolute_mode, collision_checking=checking)
+        elif c.arm_mode == "joint_velocity":
+            arm_mode = arm.JointVelocity()
+        else:
+            arm_mode = arm.JointPosition(absolute_mode=c.absolute_mode)
+        attach = bool(self.options.get("attach_grasped_objects", True))
+        if c.gripper_mode == "discrete":
+            gripper_mode = gripper.Discrete(attach_grasped_objects=attach)
+        else:
+            # always absolute: the action bounds are [0, 0.04] m, and upstream's delta mode ignores the action
+            gripper_mode = gripper.GripperJointPosition(attach_grasped_objects=attach, absolute_mode=True)
+        return MoveArmThenGripper(arm_mode, gripper_mode)
+
+    def _environment_options(self) -> dict[str, Any]:
+        options = {k: v for k, v in self.options.items() if k in ENVIRONMENT_OPTIONS}
+        if any(k in options for k in ("randomize_every", "visual_randomization_config", "dynamics_randomization_config")):
+            from rlbench.sim2real import domain_randomization as dr
+
+            if "randomize_every" in options:
+                options["randomize_every"] = dr.RandomizeEvery[options["randomize_every"].upper()]
+            if "visual_randomization_config" in options:
+                options["visual_randomization_config"] = dr.VisualRandomizationConfig(**options["visual_randomization_config"])
+            if "dynamics_randomization_config" in options:
+                options["dynamics_randomization_config"] = dr.DynamicsRandomizationConfig(
+                    **options["dynamics_randomization_config"])
+        return options
+
+    # ------------------------------------------------------------------ episodes
+    def _choose_variation(self, variation: int | None) -> None:
+        if variation is None:
+            self.variation = int(self.task_env.sample_variation())
+        else:
+            self.task_env.set_variation(int(variation))
+            self.variation = int(variation)
+
+    def _reset_task(self) -> None:
+        """RLBench's reset, retried when it cannot place the task (TaskEnvironmentError)."""
+        attempts = int(self.options.get("reset_attempts", DEFAULT_RESET_ATTEMPTS))
+        for attempt in range(1, attempts + 1):
+            try:
+                descriptions, self.obs = self.task_env.reset()
+                break
+            except self.reset_error as error:
+                if attempt == attempts:
+                    error.add_note(f"rlbench_vec: reset of {self.config.task!r} failed {attempts} times in a row "
+                                   "(backend_options['reset_attempts']).")
+                    raise
+                log.warning("reset of %r failed (%s); retrying (%d/%d)", self.config.task, error, attempt, attempts)
+        self.descriptions[self.variation] = list(descriptions)
+
+    def reset(self, seed: int | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        if seed is not None:
+            np.random.seed(seed)  # RLBench draws variations and object placements from numpy's global generator
+        self._choose_variation((options or {}).get("variation", self.options.get("variation")))
+        self._reset_task()
+        return {"variation_index": self.variation, "descriptions": self.descriptions[self.variation]}
+
+    def step(self, action: np.ndarray) -> StepResult:
+        try:
+            # a float64 copy, so RLBench never holds a view of the shared action buffer
+            obs, reward, terminate = self.task_env.step(np.array(action, dtype=np.float64))
+        except self.action_errors as error:
+            self.error_count += 1  # the episode ends; self.obs stays the last valid observation
+            return StepResult(0.0, True, {"error": f"{type(error).__name__}: {error}", "error_count": self.error_count})
+        self.obs = obs
+        return StepResult(float(reward), bool(terminate))
+
+    def _checked(self, key: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+        """value as an array of `shape`, or an error saying what to change."""
+        if value is None:
+            raise RuntimeError(f"RLBench returned no {key!r}, though the observation config asked for it.")
+        array = np.asarray(value)
+        if array.shape == shape:
+            return array
+        if key == "task_low_dim_state":
+            raise ConfigError(
+                f"task {self.config.task!r} has a task_low_dim_state of length {array.size}, but the observation "
+                f"layout has {shape[0]}: pass backend_options={{'task_state_size': {array.size}}}."
+            )
+        raise RuntimeError(f"RLBench returned {key!r} with shape {array.shape}; the layout expects {shape}.")
+
+    def write_observation(self, out: Mapping[str, np.ndarray]) -> None:
+        for key, slot in out.items():
+            slot[...] = self._checked(key, getattr(self.obs, key), slot.shape)
+
+    def render_rgb(self, camera: str) -> np.ndarray:
+        frame = None if self.obs is None else getattr(self.obs, f"{camera}_rgb", None)
+        if frame is None:
+            raise ValueError(
+                f"camera {camera!r} has no rgb image: RLBench removes every camera that is off at launch. "
+                f"Add {camera!r} to cameras, with 'rgb' in modalities, to record it."
+            )
+        return frame
+
+    # ------------------------------------------------------------------ demos
+    def get_demos(self, amount: int, seed: int | None = None) -> list[Demo]:
+        """`amount` live demos (RLBench's motion planner), each with its own variation (or the fixed one).
+        The env's episode is over afterwards: reset before stepping."""
+        if seed is not None:
+            np.random.seed(seed)
+        demos = []
+        for _ in range(amount):
+            self._choose_variation(self.options.get("variation"))
+            if self.variation not in self.descriptions:
+                self._reset_task()  # get_demos returns no descriptions: learn this variation's once
+            [demo] = self.task_env.get_demos(1, live_demos=True)
+            demos.append(self._convert_demo([demo[t] for t in range(len(demo))]))
+        return demos
+
+    def _convert_demo(self, steps: Sequence[Any]) -> Demo:
+        observations = {}
+        for key, spec in self.layout.items():
+            values = [self._checked(key, getattr(obs, key), spec.shape) for obs in steps]
+            observations[key] = np.stack(values).astype(spec.dtype, copy=False)
+        return Demo(
+            observations=observations, actions=demo_actions(steps, self.config), success=True,
+            variation_index=self.variation, descriptions=self.descriptions[self.variation],
+        )
+
+    def close(self) -> None:
+        env, self.env = self.env, None
+        if env is not None:
+            env.shutdown()
+
+
+def demo_actions(steps: Sequence[Any], config: EnvConfig) -> np.ndarray:
+    """float32 (T-1, action_size): the action in config's action mode that takes each recorded state
+    to the next one (RLBench records states, not actions)."""
+    def field(name: str) -> np.ndarray:
+        return np.array([getattr(obs, name) for obs in steps], dtype=np.float64)
+
+    arm = field(ARM_ACTION_SOURCE[config.arm_mode])
+    if config.arm_mode == "joint_velocity" or config.absolute_mode:
+        arm = arm[1:]  # (velocity: one action is one 0.05 s sim step, so the velocity reached is the one commanded)
+    elif config.arm_mode == "joint_position":
+        arm = np.diff(arm, axis=0)
+    else:
+        arm = pose_delta(arm[:-1], arm[1:])
+    gripper = field(GRIPPER_ACTION_SOURCE[config.gripper_mode])[1:]
+    if gripper.ndim == 2:
+        gripper = gripper.mean(axis=1)  # finger joint positions: one target drives both fingers
+    return np.concatenate([arm, gripper[:, None]], axis=1).astype(np.float32)
+
+
+def quaternion_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product a * b of quaternions stored x, y, z, w (RLBench's order)."""
+    ax, ay, az, aw = np.moveaxis(a, -1, 0)
+    bx, by, bz, bw = np.moveaxis(b, -1, 0)
+    return np.stack([
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    ], axis=-1)
+
+
+def pose_delta(current: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The delta pose action that RLBench's calculate_delta_pose turns `current` into `target` with:
+    position target - current, rotation q with q * current = target."""
+    inverse = current[..., 3:] * np.array([-1.0, -1.0, -1.0, 1.0])  # conjugate: unit quaternions
+    return np.concatenate([target[..., :3] - current[..., :3], quaternion_multiply(target[..., 3:], inverse)], axis=-1)
+
+
+BACKEND = RLBenchBackend
