@@ -125,6 +125,31 @@ class EnvConfig:
 
 
 @dataclass(frozen=True)
+class VideoConfig:
+    """Per-env video of chosen cameras, written by each worker (see rlbench_vec.video).
+
+    env_ids: the envs that record (None: all). per_episode: one file per episode, else one per run.
+    Frames come from every executed action, sub-steps of a chunk included.
+    """
+
+    directory: str = "videos"
+    env_ids: tuple[int, ...] | None = None
+    cameras: tuple[str, ...] = ("front", "wrist")
+    fps: int = 20
+    per_episode: bool = True
+    queue_size: int = 64
+
+    def validated(self, num_envs: int) -> "VideoConfig":
+        cameras = _choose_all("video camera", self.cameras, CAMERAS)
+        if self.fps < 1 or self.queue_size < 1:
+            raise ConfigError(f"video fps and queue_size must be >= 1, got {self.fps} and {self.queue_size}.")
+        env_ids = None if self.env_ids is None else tuple(int(i) for i in self.env_ids)
+        if env_ids is not None and any(not 0 <= i < num_envs for i in env_ids):
+            raise ConfigError(f"video env_ids {env_ids} must lie in [0, {num_envs}).")
+        return replace(self, cameras=cameras, env_ids=env_ids)
+
+
+@dataclass(frozen=True)
 class VectorConfig:
     """How the vector engine runs the workers.
 
@@ -135,6 +160,10 @@ class VectorConfig:
     max_restarts_per_env / max_restarts_total: beyond these a crash loop raises instead.
     display: None picks per backend (own Xvfb per worker when the simulator needs X);
         "shared" uses the existing $DISPLAY; a string like ":0.1" or a list (one per worker) pins displays.
+    cpu_affinity: pin each worker to one core of this local rank's share of the cores.
+    video: per-env video recording, or None.
+    as_torch / device: return torch tensors sharing the shared memory; device="cuda" copies them to
+        the GPU (rlbench_vec.tensors).
     """
 
     num_envs: int = 1
@@ -149,6 +178,9 @@ class VectorConfig:
     max_restarts_total: int = 50
     display: str | list[str] | None = None
     cpu_affinity: bool = False
+    video: VideoConfig | None = None
+    as_torch: bool = False
+    device: str | None = None
 
     def validated(self) -> "VectorConfig":
         if not isinstance(self.num_envs, int) or self.num_envs < 1:
@@ -166,4 +198,7 @@ class VectorConfig:
                 f"display lists {len(self.display)} displays for {self.num_envs} envs; give one per env "
                 "or a single string for all."
             )
-        return self
+        if self.device is not None and not self.as_torch:
+            raise ConfigError(f"device={self.device!r} needs as_torch=True (devices hold torch tensors).")
+        video = None if self.video is None else self.video.validated(self.num_envs)
+        return replace(self, video=video)

@@ -27,7 +27,8 @@ from gymnasium.vector.utils import batch_space
 from . import shm
 from .backends import backend_class, resolve_backend
 from .backends.base import Demo
-from .config import CAMERAS, DEFAULT_LOW_DIM, EnvConfig, VectorConfig
+from .config import CAMERAS, DEFAULT_LOW_DIM, EnvConfig, VectorConfig, VideoConfig
+from .distributed import rank_seed, worker_cpus
 from .errors import ActionError, ClosedError, ConfigError, RestartBudgetExceeded, WorkerError
 from .spec import action_bounds, action_size, observation_spec
 from .supervisor import Failure, Poller, Reply, WorkerHandle
@@ -35,6 +36,7 @@ from .worker import CALL, EXECUTED, RESET, REWARD, START, STEP, TERMINATED, TIMI
 
 log = logging.getLogger("rlbench_vec")
 CLOSE_TIMEOUT_S = 10.0
+DEMO_SEED_STRIDE = 100_003  # env i's demos use seeds base + stride * i + episode: no overlap
 
 
 @dataclass
@@ -93,6 +95,7 @@ class RLBenchVectorEnv(VectorEnv):
     """N RLBench-style environments in N worker processes, observations in shared memory."""
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
+    render_mode = "rgb_array"
 
     def __init__(
         self,
@@ -120,6 +123,10 @@ class RLBenchVectorEnv(VectorEnv):
         max_restarts_per_env: int = 5,
         max_restarts_total: int = 50,
         display: str | list[str] | None = None,
+        cpu_affinity: bool = False,
+        record: bool | VideoConfig = False,
+        as_torch: bool = False,
+        device: str | None = None,
         on_worker_ready: Callable[[int, int], None] | None = None,
     ):
         env_config = EnvConfig(
@@ -132,6 +139,8 @@ class RLBenchVectorEnv(VectorEnv):
             num_envs=num_envs, seed=seed, copy_obs=copy_obs, max_chunk=max_chunk, chunk_obs=chunk_obs,
             step_timeout_s=step_timeout_s, reset_timeout_s=reset_timeout_s, start_timeout_s=start_timeout_s,
             max_restarts_per_env=max_restarts_per_env, max_restarts_total=max_restarts_total, display=display,
+            cpu_affinity=cpu_affinity, video=VideoConfig() if record is True else (record or None),
+            as_torch=as_torch, device=device,
         )
         self._setup(env_config, vector_config, on_worker_ready)
 
@@ -183,6 +192,12 @@ class RLBenchVectorEnv(VectorEnv):
         self._restart_reason: dict[int, str] = {}
         self._restarts_total = 0
         self._first_reset = True
+        self._seed = rank_seed(self.vector_config.seed, n)
+        self._to_tensors = None
+        if self.vector_config.as_torch:
+            from .tensors import TensorConverter
+
+            self._to_tensors = TensorConverter(self._obs, self.vector_config.device)
         self._round_trip_s = [0.0] * n  # step and reset commands, for the IPC share of stats()
         self._errors = [0] * n
         self._stats_baseline = np.zeros((n, len(TIMING_FIELDS) + 3))
@@ -209,12 +224,14 @@ class RLBenchVectorEnv(VectorEnv):
     def _start_workers(self, on_worker_ready) -> None:
         started = time.monotonic()
         vc = self.vector_config
+        cpus = worker_cpus(self.num_envs) if vc.cpu_affinity else [None] * self.num_envs
         for i in range(self.num_envs):
             display = vc.display[i] if isinstance(vc.display, (list, tuple)) else vc.display
+            records = vc.video is not None and (vc.video.env_ids is None or i in vc.video.env_ids)
             spec = WorkerSpec(
                 env_index=i, config=self.env_config, shm_name=self._resources.buffers.name,
                 fields=self._resources.buffers.fields, display=display, max_chunk=vc.max_chunk,
-                chunk_obs=vc.chunk_obs, parent_pid=0,
+                chunk_obs=vc.chunk_obs, parent_pid=0, cpu_affinity=cpus[i], video=vc.video if records else None,
             )
             handle = WorkerHandle(spec, self._poller)
             self._resources.handles.append(handle)
@@ -295,7 +312,7 @@ class RLBenchVectorEnv(VectorEnv):
         return True
 
     def _restart_seed(self, i: int, restarts: int) -> int:
-        entropy = [self.vector_config.seed or 0, i, restarts]
+        entropy = [self._seed or 0, i, restarts]
         return int(np.random.SeedSequence(entropy).generate_state(1)[0])
 
     def _restart(self, handle: WorkerHandle, reason: str) -> None:
@@ -379,15 +396,17 @@ class RLBenchVectorEnv(VectorEnv):
         self._awaiting.clear()
 
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
-        """Reset every env. seed: int -> env i gets seed + i; a list gives one seed per env; None uses
-        the constructor's seed on the first reset and continues each env's random stream afterwards."""
+        """Reset every env. seed: int -> env i gets seed + i (+ RANK * num_envs under torchrun, so
+        ranks never share seeds); a list gives one seed per env, verbatim; None uses the constructor's
+        seed on the first reset and continues each env's random stream afterwards."""
         self._check_open()
         self._drain()
         if seed is None and self._first_reset:
             seed = self.vector_config.seed
         self._first_reset = False
         if seed is None or isinstance(seed, (int, np.integer)):
-            seeds = [None if seed is None else int(seed) + i for i in range(self.num_envs)]
+            base = rank_seed(None if seed is None else int(seed), self.num_envs)
+            seeds = [None if base is None else base + i for i in range(self.num_envs)]
         else:
             seeds = [int(s) for s in seed]
             if len(seeds) != self.num_envs:
@@ -502,51 +521,69 @@ class RLBenchVectorEnv(VectorEnv):
             info["executed"] = executed
             if self._chunk_obs:
                 info["chunk_observations"] = {key: view[rows, :k] for key, view in self._chunk_obs.items()}
-            return obs, reward, terminated, truncated, info
-        return obs, reward[:, 0], terminated[:, 0], truncated[:, 0], info
+            result = (obs, reward, terminated, truncated, info)
+        else:
+            result = (obs, reward[:, 0], terminated[:, 0], truncated[:, 0], info)
+        return result if self._to_tensors is None else self._to_tensors(result, full)
 
     # ------------------------------------------------------------------ calls, demos, stats
-    def call(self, name: str, *args: Any, env_ids: Any = None, ends_episode: bool = False, **kwargs: Any) -> tuple:
-        """Call backend method `name` in each worker (or env_ids); return the results in env order.
-        ends_episode=True makes those envs reset on their next step (e.g. after collecting demos)."""
+    def _call_each(self, calls: dict[int, tuple]) -> list[Any]:
+        """Run one backend call per env, all at once: calls[env] = (name, args, kwargs, ends_episode).
+        Calls have no deadline (demo collection can take hours); a worker death still ends them."""
         self._check_open()
-        if name.startswith("_"):
-            raise ConfigError(f"call() reaches public backend methods only, not {name!r}.")
         self._drain()
-        ids = self._env_ids(env_ids)
-        for i in ids.tolist():
+        for i, payload in calls.items():
             self._awaiting[i] = (CALL, 1, False)
-            self._workers[i].send(CALL, (name, args, kwargs, ends_episode), float("inf"))
-        self._wait_for(set(ids.tolist()), len(ids), None)
-        outcomes = [self._done.pop(i) for i in ids.tolist()]
-        for i in ids.tolist():
+            self._workers[i].send(CALL, payload, float("inf"))
+        self._wait_for(set(calls), len(calls), None)
+        outcomes = []
+        for i, (_, _, _, ends_episode) in calls.items():
             self._awaiting.pop(i)
             self._needs_reset[i] |= ends_episode
+            outcomes.append(self._done.pop(i))
         errors = [o.error for o in outcomes if o.error is not None]
         if errors:
             raise errors[0]
-        return tuple(o.data for o in outcomes)
+        return [o.data for o in outcomes]
+
+    def call(self, name: str, *args: Any, env_ids: Any = None, ends_episode: bool = False, **kwargs: Any) -> tuple:
+        """Call backend method `name` in each worker (or env_ids), or read the attribute when it is not
+        callable (gymnasium's semantics); results in env order. ends_episode=True makes those envs
+        reset on their next step (e.g. after collecting demos)."""
+        if name.startswith("_"):
+            raise ConfigError(f"call() reaches public backend attributes only, not {name!r}.")
+        ids = self._env_ids(env_ids).tolist()
+        return tuple(self._call_each({i: (name, args, kwargs, ends_episode) for i in ids}))
+
+    def get_attr(self, name: str) -> tuple:
+        return self.call(name)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set backend attribute `name` in every worker: one value for all, or a list with one per env."""
+        if name.startswith("_"):
+            raise ConfigError(f"set_attr() reaches public backend attributes only, not {name!r}.")
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ConfigError(f"set_attr got {len(values)} values for {self.num_envs} envs; give one or one per env.")
+        self._call_each({i: ("__setattr__", (name, value), {}, False) for i, value in enumerate(values)})
+
+    def render(self, camera: str = "front") -> np.ndarray:
+        """An rgb frame of `camera` from every env, stacked: (num_envs, H, W, 3) uint8."""
+        return np.stack(self.call("render_rgb", camera))
 
     def get_demos(self, amount: int, seed: int | None = None) -> list[Demo]:
-        """Collect `amount` demonstrations spread over all workers at once. Envs reset on their next step."""
+        """Collect `amount` demonstrations spread over all workers at once (env i collects its share
+        with its own seed). Envs reset on their next step."""
         if amount < 1:
             raise ConfigError(f"amount must be >= 1, got {amount}.")
+        base = self._seed if seed is None else rank_seed(seed, self.num_envs)
         shares = [amount // self.num_envs + (i < amount % self.num_envs) for i in range(self.num_envs)]
-        ids = [i for i, share in enumerate(shares) if share > 0]
-        base = self.vector_config.seed if seed is None else seed
-        results = []
-        for i in ids:  # one call per env so each gets its own amount and seed
-            self._awaiting[i] = (CALL, 1, False)
-            self._workers[i].send(CALL, ("get_demos", (shares[i], None if base is None else base + 7919 * i), {}, True), float("inf"))
-        self._wait_for(set(ids), len(ids), None)
-        for i in ids:
-            self._awaiting.pop(i)
-            self._needs_reset[i] = True
-            outcome = self._done.pop(i)
-            if outcome.error is not None:
-                raise outcome.error
-            results.extend(outcome.data)
-        return results
+        calls = {
+            i: ("get_demos", (share, None if base is None else base + DEMO_SEED_STRIDE * i), {}, True)
+            for i, share in enumerate(shares) if share > 0
+        }
+        return [demo for demos in self._call_each(calls) for demo in demos]
 
     def _stats_now(self) -> np.ndarray:
         extra = np.array([self._round_trip_s, [h.restarts for h in self._workers], self._errors], dtype=float).T

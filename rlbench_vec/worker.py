@@ -89,6 +89,7 @@ class WorkerSpec:
     chunk_obs: str
     parent_pid: int
     cpu_affinity: tuple[int, ...] | None = None
+    video: Any = None  # VideoConfig when this env records
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -119,9 +120,10 @@ class EpisodeRunner:
     restarted worker, so counts carry over.
     """
 
-    def __init__(self, backend, buffers, spec: WorkerSpec):
+    def __init__(self, backend, buffers, spec: WorkerSpec, recorder=None):
         i = spec.env_index
         self.backend = backend
+        self.recorder = recorder
         self.max_steps = spec.config.max_episode_steps
         self.obs = buffers.row("obs", i)
         self.chunk_obs = buffers.row("chunk_obs", i) if spec.chunk_obs == "all" else None
@@ -145,6 +147,9 @@ class EpisodeRunner:
         self._write(self.obs)
         self.episode_over, self.elapsed = False, 0
         self.timing_row[:] = self.timing
+        if self.recorder is not None:
+            self.recorder.start_episode()
+            self.recorder.capture(self.backend)
         return info
 
     def step(self, k: int) -> dict | None:
@@ -165,6 +170,8 @@ class EpisodeRunner:
             if result.info:
                 infos.update(result.info)
             self.episode_over = bool(result.terminated) or truncated
+            if self.recorder is not None:
+                self.recorder.capture(self.backend)
             if self.chunk_obs is not None:
                 self.timing[0] += time.perf_counter() - start
                 self._write({key: view[j] for key, view in self.chunk_obs.items()})
@@ -229,7 +236,7 @@ def worker_main(spec: WorkerSpec, conn) -> None:
     from .backends import backend_class
     from .shm import SharedBuffers
 
-    display = backend = None
+    display = backend = recorder = None
     try:
         backend_type = backend_class(spec.config.backend)
         if backend_type.needs_display(spec.config) or spec.display is not None:
@@ -240,20 +247,25 @@ def worker_main(spec: WorkerSpec, conn) -> None:
                 os.environ["DISPLAY"] = display.name
         buffers = SharedBuffers.attach(spec.shm_name, spec.fields)
         backend = backend_type(spec.config, spec.env_index)
-        runner = EpisodeRunner(backend, buffers, spec)
+        if spec.video is not None:
+            from .video import VideoRecorder
+
+            recorder = VideoRecorder(spec.video, spec.env_index)
+        runner = EpisodeRunner(backend, buffers, spec, recorder)
     except Exception as error:
         send_reply(conn.fileno(), 0, FAILED, failure(error))
-        _shutdown(backend, display)
+        _shutdown(recorder, backend, display)
         return
     send_reply(conn.fileno(), 0, OK, os.getpid())
     try:
         serve(conn.fileno(), runner)
     finally:
-        _shutdown(backend, display)
+        _shutdown(recorder, backend, display)
 
 
-def _shutdown(backend, display) -> None:
-    for resource in (backend, display):
+def _shutdown(*resources) -> None:
+    """Close in order: the recorder flushes its last file, then the simulator, then its display."""
+    for resource in resources:
         if resource is not None:
             try:
                 resource.close()

@@ -28,7 +28,6 @@ import numpy as np
 from ...config import EnvConfig
 from ...spec import action_size
 from .geometry import quat_conjugate, quat_multiply, rotation_error, slerp, xyzw_to_wxyz, wxyz_to_xyzw
-from .ik import ARM_DOFS
 from .robot import Panda
 from .scene import FINGER_MAX, WORKSPACE_HIGH, WORKSPACE_LOW
 
@@ -124,8 +123,3 @@ class ActionExecutor:
             path.append(q)
         return path
 
-
-def joint_goal(panda: Panda, position: np.ndarray, quat_wxyz: np.ndarray) -> np.ndarray:
-    """Joint positions for a TCP pose, from the current configuration (for joint-space oracles)."""
-    result = panda.kinematics.solve_near(panda.qpos, position, quat_wxyz)
-    return result.qpos[:ARM_DOFS]

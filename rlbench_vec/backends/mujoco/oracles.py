@@ -102,9 +102,10 @@ def oracle_actions(task: Task, panda: Panda, executor: ActionExecutor) -> Iterat
     config = executor.config
     for waypoint in ORACLES[task.name](task, panda):
         gripper = _gripper_value(executor, waypoint.gripper_open)
-        split = config.arm_mode != "planning"
-        for position, quat in _pose_targets(panda, waypoint, split):
+        moved = False
+        for position, quat in _pose_targets(panda, waypoint, split=config.arm_mode != "planning"):
             if executor.pose_mode:
+                moved = True
                 yield np.append(executor.encode_pose(position, quat), gripper).astype(np.float32)
                 continue
             goal = panda.kinematics.solve_near(panda.qpos, position, quat).qpos
@@ -116,10 +117,9 @@ def oracle_actions(task: Task, panda: Panda, executor: ActionExecutor) -> Iterat
                     arm = np.clip(error / CONTROL_DT, -PANDA_DQ_MAX, PANDA_DQ_MAX)
                 else:
                     arm = goal if config.absolute_mode else error
+                moved = True
                 yield np.append(arm, gripper).astype(np.float32)
-            else:
-                continue
-        if not executor.pose_mode:
-            # The gripper acts after the arm within one action: one more action holding the arm still.
-            hold = np.zeros(7) if config.arm_mode == "joint_velocity" or not config.absolute_mode else panda.qpos
+        if not moved:
+            # Nothing to move (a gripper-only waypoint in a joint mode): hold the arm, act the gripper.
+            hold = panda.qpos.copy() if config.arm_mode == "joint_position" and config.absolute_mode else np.zeros(7)
             yield np.append(hold, gripper).astype(np.float32)

@@ -1,0 +1,186 @@
+"""The embedded MuJoCo backend: RLBench's Panda, cameras, tasks and action modes without CoppeliaSim.
+
+backend_options:
+  variation (int)   fix the task variation for every reset (else it is drawn from the reset seed;
+                    reset(options={"variation": v}) fixes it for one reset).
+
+Renderer: config.renderer, else $MUJOCO_GL, else "egl" where an NVIDIA GPU is visible and "osmesa"
+otherwise. egl and osmesa are headless; glfw needs an X display (the engine then starts Xvfb).
+MuJoCo reads MUJOCO_GL when it is first imported, so this module imports it only in __init__.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from dataclasses import replace
+from typing import Any, Mapping
+
+import numpy as np
+
+from ...config import EnvConfig
+from ...errors import BackendUnavailableError, ConfigError
+from ..base import Backend, Demo, StepResult
+from .scene import offscreen_size
+from .tasks import TASKS, Task
+
+RENDERERS = ("egl", "osmesa", "glfw")
+OPTIONS = ("variation",)
+MAX_OFFSCREEN = 16384  # GL_MAX_RENDERBUFFER_SIZE of Mesa's llvmpipe (GPUs allow at least as much)
+DEMO_ATTEMPTS = 10  # fresh episodes tried per demo before one is returned unsuccessful, like RLBench
+
+
+def default_renderer() -> str:
+    return "egl" if os.path.exists("/dev/nvidia0") else "osmesa"
+
+
+def resolve_renderer(config: EnvConfig) -> str:
+    return (config.renderer or os.environ.get("MUJOCO_GL") or default_renderer()).strip().lower()
+
+
+def use_renderer(renderer: str) -> None:
+    """Point MuJoCo at `renderer` before its first import in this process."""
+    loaded = sys.modules.get("mujoco")
+    if loaded is not None:
+        current = loaded.GLContext.__module__.rsplit(".", 1)[-1]
+        if current != renderer:
+            raise BackendUnavailableError(
+                f"MuJoCo was already imported in this process with the {current!r} renderer, so it cannot "
+                f"use {renderer!r}; set MUJOCO_GL={renderer} before importing mujoco, or run the env in a worker."
+            )
+        return
+    os.environ["MUJOCO_GL"] = renderer
+    if renderer == "glfw":
+        os.environ.pop("PYOPENGL_PLATFORM", None)
+    else:
+        os.environ["PYOPENGL_PLATFORM"] = renderer
+
+
+def _task_class(config: EnvConfig) -> type[Task]:
+    task = TASKS.get(config.task)
+    if task is None:
+        close = difflib.get_close_matches(config.task, TASKS, n=3)
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise ConfigError(
+            f"unknown task {config.task!r} for the mujoco backend.{hint} Available: {', '.join(TASKS)}."
+        )
+    return task
+
+
+def _check_variation(task: type[Task], variation: Any, where: str) -> int:
+    if isinstance(variation, bool) or not isinstance(variation, (int, np.integer)) or not (
+        0 <= variation < task.variation_count
+    ):
+        raise ConfigError(
+            f"{where} variation must be an integer in 0..{task.variation_count - 1} for {task.name}, "
+            f"got {variation!r}."
+        )
+    return int(variation)
+
+
+class MujocoBackend(Backend):
+    name = "mujoco"
+
+    @classmethod
+    def validate(cls, config: EnvConfig) -> None:
+        task = _task_class(config)
+        unknown = sorted(set(config.backend_options) - set(OPTIONS))
+        if unknown:
+            raise ConfigError(f"unknown mujoco backend_options {unknown}; allowed: {list(OPTIONS)}.")
+        if "variation" in config.backend_options:
+            _check_variation(task, config.backend_options["variation"], "backend_options")
+        renderer = resolve_renderer(config)
+        if renderer not in RENDERERS:
+            source = "renderer" if config.renderer else "MUJOCO_GL"
+            raise ConfigError(f"{source} {renderer!r} is not supported; choose from {', '.join(RENDERERS)}.")
+        width, height = offscreen_size(len(config.cameras), config.width, config.height, config.modalities)
+        if max(width, height) > MAX_OFFSCREEN:
+            raise ConfigError(
+                f"image_size {config.image_size} with {len(config.cameras)} cameras needs a {width}x{height} "
+                f"offscreen buffer (a column per camera, a row per render pass); the renderer allows "
+                f"{MAX_OFFSCREEN} per side: use smaller images or fewer cameras."
+            )
+
+    @classmethod
+    def task_state_size(cls, config: EnvConfig) -> int:
+        return _task_class(config).state_size
+
+    @classmethod
+    def needs_display(cls, config: EnvConfig) -> bool:
+        return resolve_renderer(config) == "glfw"
+
+    def __init__(self, config: EnvConfig, env_index: int):
+        self.sim = None
+        self.config = config
+        self.task_class = _task_class(config)
+        self.rng = np.random.default_rng(env_index)
+        use_renderer(resolve_renderer(config))
+        from .simulation import Simulation  # imports mujoco
+
+        self.sim = Simulation(config)
+        self.variation = 0
+
+    def reset(self, seed: int | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        options = options or {}
+        if "variation" in options:
+            self.variation = _check_variation(self.task_class, options["variation"], "reset options")
+        elif "variation" in self.config.backend_options:
+            self.variation = int(self.config.backend_options["variation"])
+        else:
+            self.variation = int(self.rng.integers(self.task_class.variation_count))
+        self.sim.reset(self.variation, self.rng)
+        return {"descriptions": self.sim.task.descriptions(self.variation), "variation_index": self.variation}
+
+    def step(self, action: np.ndarray) -> StepResult:
+        return self.sim.act(action)
+
+    def write_observation(self, out: Mapping[str, np.ndarray]) -> None:
+        self.sim.write_observation(out)
+
+    def render_rgb(self, camera: str) -> np.ndarray:
+        return self.sim.render_rgb(camera)
+
+    def get_demos(self, amount: int, seed: int | None = None) -> list[Demo]:
+        """`amount` oracle demonstrations in the env's action mode; each from a fresh seeded episode,
+        retried up to DEMO_ATTEMPTS times until it succeeds. The env needs a reset afterwards."""
+        from ...spec import observation_spec
+
+        spec = observation_spec(replace(self.config, backend=self.name))
+        seeds = np.random.default_rng(seed) if seed is not None else self.rng
+        demos = []
+        for _ in range(amount):
+            for _ in range(DEMO_ATTEMPTS):
+                demo = self._record_demo(int(seeds.integers(2**31)), spec)
+                if demo.success:
+                    break
+            demos.append(demo)
+        return demos
+
+    def _record_demo(self, seed: int, spec: Mapping[str, Any]) -> Demo:
+        info = self.reset(seed, None)
+        frames, actions, success = [self._observe(spec)], [], False
+        for action in self.sim.oracle_actions():
+            if len(actions) >= self.config.max_episode_steps:
+                break
+            result = self.step(action)
+            actions.append(action)
+            frames.append(self._observe(spec))
+            if result.terminated:
+                success = result.reward > 0
+                break
+        observations = {key: np.stack([frame[key] for frame in frames]) for key in spec}
+        action_array = np.array(actions, np.float32).reshape(len(actions), -1)
+        return Demo(observations, action_array, success, info["variation_index"], info["descriptions"])
+
+    def _observe(self, spec: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        frame = {key: np.empty(s.shape, s.dtype) for key, s in spec.items()}
+        self.write_observation(frame)
+        return frame
+
+    def close(self) -> None:
+        if self.sim is not None:
+            self.sim.close()
+            self.sim = None

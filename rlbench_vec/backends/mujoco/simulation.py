@@ -1,0 +1,99 @@
+"""The MuJoCo world of one worker: model, data, robot, task, action executor and renderer.
+
+Imported only inside a worker, after MUJOCO_GL is set (see backend.use_renderer).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator, Mapping
+
+import mujoco
+import numpy as np
+
+from ...config import EnvConfig
+from ..base import StepResult
+from .actions import ActionExecutor, InvalidAction
+from .geometry import wxyz_to_xyzw
+from .oracles import oracle_actions
+from .renderer import CameraRenderer
+from .robot import Panda
+from .scene import Scene, offscreen_size
+from .tasks import TASKS
+
+
+class Simulation:
+    def __init__(self, config: EnvConfig):
+        self.config = config
+        self.task = TASKS[config.task]()
+        scene = Scene(offscreen_size(len(config.cameras), config.width, config.height, config.modalities))
+        self.task.build(scene)
+        self.model = mujoco.MjModel.from_xml_string(scene.to_xml())
+        self.data = mujoco.MjData(self.model)
+        self.task.bind(self.model, self.data)
+        self.panda = Panda(self.model, self.data)
+        self.executor = ActionExecutor(config, self.panda)
+        self._renderer: CameraRenderer | None = None
+        if config.cameras and config.modalities:
+            self._renderer = self._make_renderer()  # fail at start, not at the first observation
+        self._low_dim: dict[str, Callable[[], np.ndarray | float]] = {
+            "joint_velocities": lambda: self.panda.qvel,
+            "joint_positions": lambda: self.panda.qpos,
+            "joint_forces": lambda: self.panda.joint_forces,
+            "gripper_open": lambda: self.panda.gripper_open,
+            "gripper_pose": self._gripper_pose,
+            "gripper_matrix": self._gripper_matrix,
+            "gripper_joint_positions": lambda: self.panda.finger_qpos,
+            "task_low_dim_state": self.task.low_dim_state,
+        }
+
+    def _make_renderer(self) -> CameraRenderer:
+        c = self.config
+        return CameraRenderer(self.model, c.cameras, c.width, c.height, c.modalities, c.depth_in_meters)
+
+    def reset(self, variation: int, rng: np.random.Generator) -> None:
+        mujoco.mj_resetData(self.model, self.data)
+        self.panda.reset()
+        self.task.init_episode(variation, rng)
+        mujoco.mj_forward(self.model, self.data)
+
+    def act(self, action: np.ndarray) -> StepResult:
+        """Execute one action: reward 1 and termination on success; an invalid action ends the episode."""
+        try:
+            self.executor.apply(action)
+        except InvalidAction as error:
+            return StepResult(0.0, True, {"error": f"InvalidActionError: {error}"})
+        mujoco.mj_forward(self.model, self.data)  # positions, sites and contacts of the new state
+        success = self.task.success()
+        return StepResult(float(success), success)
+
+    def oracle_actions(self) -> Iterator[np.ndarray]:
+        """The scripted solution of the current episode, one action at a time (see oracles.py)."""
+        return oracle_actions(self.task, self.panda, self.executor)
+
+    def _gripper_pose(self) -> np.ndarray:
+        position, quat, _ = self.panda.tcp_pose()
+        return np.concatenate([position, wxyz_to_xyzw(quat)])
+
+    def _gripper_matrix(self) -> np.ndarray:
+        position, _, rotation = self.panda.tcp_pose()
+        matrix = np.eye(4)
+        matrix[:3, :3], matrix[:3, 3] = rotation, position
+        return matrix
+
+    def write_observation(self, out: Mapping[str, np.ndarray]) -> None:
+        if self._renderer is not None:
+            self._renderer.render(self.data, out)
+        for key, array in out.items():
+            read = self._low_dim.get(key)
+            if read is not None:
+                array[...] = read()
+
+    def render_rgb(self, camera: str) -> np.ndarray:
+        if self._renderer is None:
+            self._renderer = self._make_renderer()
+        return self._renderer.render_rgb(self.data, camera)
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None

@@ -1,0 +1,45 @@
+"""Per-rank facts under torchrun (or any launcher that sets RANK / LOCAL_RANK / LOCAL_WORLD_SIZE).
+
+Each rank builds its own vector env. Seeds are offset by the global rank so no two envs of a job
+share a seed; CPU pinning splits this host's cores between its local ranks. Nothing here assumes
+one host beyond per-host resources: multi-node is torchrun's job.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    local_world_size: int = 1
+
+    @classmethod
+    def from_env(cls) -> "RankInfo":
+        read = lambda name, default: int(os.environ.get(name, default))
+        world = read("WORLD_SIZE", 1)
+        return cls(read("RANK", 0), world, read("LOCAL_RANK", 0), read("LOCAL_WORLD_SIZE", world))
+
+
+def rank_seed(seed: int | None, num_envs: int, info: RankInfo | None = None) -> int | None:
+    """The base seed of this rank's envs: env i of global rank r gets seed + r * num_envs + i."""
+    if seed is None:
+        return None
+    info = info or RankInfo.from_env()
+    return seed + info.rank * num_envs
+
+
+def worker_cpus(num_envs: int, info: RankInfo | None = None) -> list[tuple[int, ...]]:
+    """One core per worker, round robin over this local rank's contiguous share of the usable cores."""
+    info = info or RankInfo.from_env()
+    cores = sorted(os.sched_getaffinity(0))
+    share = len(cores) // max(1, info.local_world_size)
+    if share == 0:  # more local ranks than cores: ranks share cores round robin
+        mine = [cores[info.local_rank % len(cores)]]
+    else:
+        mine = cores[info.local_rank * share:(info.local_rank + 1) * share]
+    return [(mine[i % len(mine)],) for i in range(num_envs)]
