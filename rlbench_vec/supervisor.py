@@ -81,7 +81,7 @@ class Poller:
 
     def wait(self, timeout_s: float | None) -> list["WorkerHandle"]:
         """Block (no spinning) until a worker has something to read or died; [] on timeout."""
-        timeout_ms = None if timeout_s is None else math.ceil(timeout_s * 1000)
+        timeout_ms = None if timeout_s is None or math.isinf(timeout_s) else math.ceil(timeout_s * 1000)
         ready = {}
         for fd, _ in self._poll.poll(timeout_ms):
             handle = self._owners[fd]

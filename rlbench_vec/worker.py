@@ -126,7 +126,11 @@ class EpisodeRunner:
         self.recorder = recorder
         self.max_steps = spec.config.max_episode_steps
         self.obs = buffers.row("obs", i)
-        self.chunk_obs = buffers.row("chunk_obs", i) if spec.chunk_obs == "all" else None
+        chunk_obs = buffers.row("chunk_obs", i) if spec.chunk_obs == "all" else None
+        # one output dict per sub-step, built once: backends may cache per output dict
+        self.chunk_slots = None if chunk_obs is None else [
+            {key: view[j, ...] for key, view in chunk_obs.items()} for j in range(spec.max_chunk)
+        ]
         self.actions = buffers.arrays["actions"][i]
         self.outcome = buffers.arrays["outcome"][i]
         self.timing_row = buffers.arrays["timing"][i]
@@ -172,19 +176,19 @@ class EpisodeRunner:
             self.episode_over = bool(result.terminated) or truncated
             if self.recorder is not None:
                 self.recorder.capture(self.backend)
-            if self.chunk_obs is not None:
+            if self.chunk_slots is not None:
                 self.timing[0] += time.perf_counter() - start
-                self._write({key: view[j] for key, view in self.chunk_obs.items()})
+                self._write(self.chunk_slots[j])
                 start = time.perf_counter()
             if self.episode_over:
                 break
         self.timing[0] += time.perf_counter() - start
         self.timing[3] += j + 1
-        if self.chunk_obs is None:
+        if self.chunk_slots is None:
             self._write(self.obs)
         else:
             for key, view in self.obs.items():
-                view[...] = self.chunk_obs[key][j]
+                view[...] = self.chunk_slots[j][key]
         self.timing_row[:] = self.timing
         return infos or None
 
@@ -203,7 +207,8 @@ def serve(fd: int, runner: EpisodeRunner) -> None:
                 data = runner.reset(*payload)
             elif command == CALL:
                 name, args, kwargs, ends_episode = payload
-                data = getattr(runner.backend, name)(*args, **kwargs)
+                target = getattr(runner.backend, name)
+                data = target(*args, **kwargs) if callable(target) else target
                 runner.episode_over = runner.episode_over or ends_episode
             elif command == CLOSE:
                 send_reply(fd, seq, OK)

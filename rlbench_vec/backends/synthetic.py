@@ -63,6 +63,7 @@ class SyntheticBackend(Backend):
         self.steps = 0
         self.joints = np.zeros(7)
         self.images_stale = True
+        self.last_gripper = float("nan")
         self._bound: Mapping[str, np.ndarray] | None = None
 
     def _cost(self, mean: float) -> float:
@@ -94,6 +95,7 @@ class SyntheticBackend(Backend):
         busy_wait(self._cost(self.step_cost_s))
         self.steps += 1
         self.joints += 0.01 * action[:7]
+        self.last_gripper = float(action[-1])  # lets tests see the action the worker received
         success = self.steps == self.options.get("episode_length")
         return StepResult(reward=float(success), terminated=success)
 
@@ -101,12 +103,15 @@ class SyntheticBackend(Backend):
         """Sort the output views once per output dict: images are stamped, low-dim fields rewritten."""
         self._bound = out
         self._images = [a.reshape(-1) for k, a in out.items() if k.endswith(_IMAGE_SUFFIXES)]
-        self._joints = [a for k, a in out.items() if k == "joint_positions"]
-        self._low_dim = [a for k, a in out.items() if not k.endswith(_IMAGE_SUFFIXES) and k != "joint_positions"]
+        low_dim = {k: a for k, a in out.items() if not k.endswith(_IMAGE_SUFFIXES)}
+        self._joints = [low_dim.pop(k) for k in ("joint_positions",) if k in low_dim]
+        self._task_state = [low_dim.pop(k) for k in ("task_low_dim_state",) if k in low_dim]
+        self._low_dim = list(low_dim.values())
 
     def write_observation(self, out: Mapping[str, np.ndarray]) -> None:
         """Images are filled with noise at reset and stamped each step (so every step changes
-        them); low-dim fields are rewritten each step: all in place, like a simulator rendering."""
+        them); low-dim fields are rewritten each step (task_low_dim_state holds the episode's step
+        count): all in place, like a simulator rendering."""
         if out is not self._bound:
             self._classify(out)
         if self.images_stale:
@@ -118,6 +123,8 @@ class SyntheticBackend(Backend):
             flat[0] = stamp
         for array in self._joints:
             array[:] = self.joints
+        for array in self._task_state:
+            array[:] = self.steps  # the step count within the episode
         for array in self._low_dim:
             array[...] = value
 

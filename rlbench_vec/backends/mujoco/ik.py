@@ -30,6 +30,7 @@ class PandaKinematics:
     GOAL_POSITION, GOAL_ROTATION = 5e-4, 2e-3
     ACCEPT_POSITION, ACCEPT_ROTATION = 5e-3, 2e-2
     NULL_SPACE_GAIN = 0.03
+    MAX_POSITION_ERROR, MAX_ROTATION_ERROR = 0.1, 0.3
 
     def __init__(self, model: mujoco.MjModel):
         self.model = model
@@ -60,12 +61,13 @@ class PandaKinematics:
             error = np.concatenate([position - current_pos, rotation_error(quat_wxyz, current_quat)])
             if np.linalg.norm(error[:3]) < self.GOAL_POSITION and np.linalg.norm(error[3:]) < self.GOAL_ROTATION:
                 break
+            # Clamp the error so each linearised step stays small (large rotations otherwise go astray).
+            error[:3] *= min(1.0, self.MAX_POSITION_ERROR / max(np.linalg.norm(error[:3]), 1e-12))
+            error[3:] *= min(1.0, self.MAX_ROTATION_ERROR / max(np.linalg.norm(error[3:]), 1e-12))
             jac = self._jacobian()
-            jjt = jac @ jac.T + damping**2 * np.eye(6)
-            step = jac.T @ np.linalg.solve(jjt, error)
+            pinv = jac.T @ np.linalg.inv(jac @ jac.T + damping**2 * np.eye(6))
             # Null-space motion towards the home posture (projected so it leaves the TCP where it is).
-            pinv = jac.T @ np.linalg.inv(jjt)
-            step += (np.eye(ARM_DOFS) - pinv @ jac) @ (self.NULL_SPACE_GAIN * (HOME_QPOS - q))
+            step = pinv @ error + (np.eye(ARM_DOFS) - pinv @ jac) @ (self.NULL_SPACE_GAIN * (HOME_QPOS - q))
             scale = max(1.0, np.abs(step).max() / max_step)
             q = np.clip(q + step / scale, PANDA_Q_MIN, PANDA_Q_MAX)
         pos, quat = self.forward(q)

@@ -1,0 +1,41 @@
+"""Shared fixtures: every vector env a test makes is closed, and must leave nothing behind."""
+
+from __future__ import annotations
+
+import os
+
+import psutil
+import pytest
+
+from rlbench_vec import RLBenchVectorEnv
+from rlbench_vec.shm import PREFIX, SHM_DIR
+
+
+def own_segments() -> set[str]:
+    """Shared-memory segments created by this test process."""
+    return {name for name in os.listdir(SHM_DIR) if name.startswith(f"{PREFIX}_{os.getpid()}_")}
+
+
+def live_children() -> list[psutil.Process]:
+    return [p for p in psutil.Process().children(recursive=True) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.fixture
+def make_env():
+    """Build RLBenchVectorEnvs (synthetic backend unless told otherwise); close them after the test
+    and check that no worker process and no shared-memory segment outlived them."""
+    envs: list[RLBenchVectorEnv] = []
+
+    def factory(**kwargs) -> RLBenchVectorEnv:
+        kwargs.setdefault("backend", "synthetic")
+        env = RLBenchVectorEnv(**kwargs)
+        envs.append(env)
+        return env
+
+    yield factory
+    pids = {pid for env in envs for pid in env.worker_pids}
+    for env in envs:
+        env.close()
+    assert not own_segments(), "shared memory outlived close()"
+    leftover = [p.pid for p in live_children() if p.pid in pids]
+    assert not leftover, f"worker processes outlived close(): {leftover}"

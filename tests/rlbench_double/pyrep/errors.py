@@ -1,0 +1,14 @@
+class PyRepError(Exception):
+    pass
+
+
+class ConfigurationError(Exception):
+    pass
+
+
+class ConfigurationPathError(Exception):
+    pass
+
+
+class IKError(Exception):
+    pass

@@ -1,0 +1,50 @@
+import os
+import socket
+import threading
+
+from double_log import record
+from pyrep.errors import PyRepError
+
+
+def _x_server_reachable(display: str) -> bool:
+    """What CoppeliaSim's Qt needs first: a local X server socket for DISPLAY (':N' or ':N.S')."""
+    host, _, number = display.partition(":")
+    if host:
+        return True  # a remote display: not checked by the double
+    path = f"/tmp/.X11-unix/X{number.split('.')[0]}"
+    for address in (path, "\0" + path):
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.connect(address)
+                return True
+        except OSError:
+            continue
+    return False
+
+
+class PyRep(object):
+    """Checks the rules the real one enforces by crashing: an X display, and one sim thread."""
+
+    def __init__(self):
+        self.running = False
+        self._sim_thread = None
+
+    def launch(self, scene_file: str = "", headless: bool = False, responsive_ui: bool = False,
+               blocking: bool = False, verbosity=None) -> None:
+        display = os.environ.get("DISPLAY")
+        if not display or not _x_server_reachable(display):
+            raise PyRepError(f"qt.qpa.xcb: could not connect to display {display}")
+        self._sim_thread = threading.get_ident()
+        record("launch", display=display, headless=headless,
+               main_thread=threading.current_thread() is threading.main_thread())
+
+    def check_thread(self) -> None:
+        if threading.get_ident() != self._sim_thread:
+            raise PyRepError("PyRep called from a thread other than the one that launched it")
+
+    def step(self) -> None:
+        self.check_thread()
+
+    def shutdown(self) -> None:
+        self.check_thread()
+        record("shutdown")

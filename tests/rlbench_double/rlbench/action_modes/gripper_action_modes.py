@@ -1,0 +1,45 @@
+import numpy as np
+
+from rlbench.backend.exceptions import InvalidActionError
+
+
+def assert_action_shape(action: np.ndarray, expected_shape: tuple):
+    if np.shape(action) != expected_shape:
+        raise InvalidActionError('Expected the action shape to be: %s, but was shape: %s' % (
+            str(expected_shape), str(np.shape(action))))
+
+
+class GripperActionMode(object):
+
+    def action_shape(self, scene) -> tuple:
+        return 1,
+
+
+class Discrete(GripperActionMode):
+
+    def __init__(self, attach_grasped_objects: bool = True, detach_before_open: bool = True):
+        self._attach_grasped_objects = attach_grasped_objects
+        self._detach_before_open = detach_before_open
+
+    def action(self, scene, action: np.ndarray):
+        assert_action_shape(action, self.action_shape(scene))
+        scene.gripper_joints = np.full(2, 0.04 * float(action[0] > 0.5))
+
+    def action_bounds(self):
+        return np.array([0]), np.array([1])
+
+
+class GripperJointPosition(GripperActionMode):
+
+    def __init__(self, attach_grasped_objects: bool = True, detach_before_open: bool = True,
+                 absolute_mode: bool = True):
+        self._attach_grasped_objects = attach_grasped_objects
+        self._detach_before_open = detach_before_open
+        self._absolute_mode = absolute_mode
+
+    def action(self, scene, action: np.ndarray):
+        assert_action_shape(action, self.action_shape(scene))
+        scene.gripper_joints = action.repeat(2).astype(np.float64)
+
+    def action_bounds(self):
+        return np.array([0]), np.array([0.04])

@@ -1,0 +1,224 @@
+"""RLBenchVectorEnv through its public API, with real spawned workers (synthetic backend)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlbench_vec import ActionError, ClosedError, ConfigError
+from rlbench_vec.spec import observation_spec
+
+A = 8  # ik arm pose (7) + discrete gripper (1)
+
+
+def zeros(n: int, k: int | None = None) -> np.ndarray:
+    return np.zeros((n, A) if k is None else (n, k, A), np.float32)
+
+
+def test_observation_keys_shapes_and_dtypes_follow_rlbench(make_env):
+    env = make_env(num_envs=2, cameras=("front", "wrist"), modalities=("rgb", "depth", "mask", "point_cloud"),
+                   image_size=(64, 48), low_dim=("joint_positions", "gripper_open", "gripper_pose", "gripper_matrix",
+                                                 "task_low_dim_state"))
+    obs, info = env.reset(seed=0)
+    expected = {
+        "front_rgb": ((2, 48, 64, 3), np.uint8), "front_depth": ((2, 48, 64), np.float32),
+        "front_mask": ((2, 48, 64), np.float32), "front_point_cloud": ((2, 48, 64, 3), np.float64),
+        "wrist_rgb": ((2, 48, 64, 3), np.uint8), "joint_positions": ((2, 7), np.float64),
+        "gripper_open": ((2,), np.float64), "gripper_pose": ((2, 7), np.float64),
+        "gripper_matrix": ((2, 4, 4), np.float64), "task_low_dim_state": ((2, 3), np.float64),
+    }
+    for key, (shape, dtype) in expected.items():
+        assert obs[key].shape == shape and obs[key].dtype == dtype, key
+    assert set(obs) == set(env.single_observation_space.spaces)
+    assert env.observation_space[key].shape == (2, *env.single_observation_space[key].shape)
+    assert env.single_action_space.shape == (A,) and env.action_space.shape == (2, A)
+    assert list(info["descriptions"]) == [["synthetic reach_target"]] * 2
+    obs, reward, terminated, truncated, info = env.step(zeros(2))
+    assert reward.shape == terminated.shape == truncated.shape == (2,)
+    assert reward.dtype == np.float64 and terminated.dtype == truncated.dtype == bool
+
+
+def test_layout_is_known_without_a_simulator():
+    from rlbench_vec.config import EnvConfig
+
+    spec = observation_spec(EnvConfig(backend="synthetic").validated())
+    assert spec["overhead_rgb"].shape == (128, 128, 3)
+    assert len([k for k in spec if k.endswith("_mask")]) == 5
+
+
+def test_zero_copy_views_are_overwritten_in_place(make_env):
+    env = make_env(num_envs=3)
+    obs, _ = env.reset(seed=0)
+    view = obs["front_rgb"]
+    first_pixel = view[:, 0, 0, 0].copy()
+    obs2, *_ = env.step(zeros(3))
+    assert np.shares_memory(view, obs2["front_rgb"])
+    assert not np.array_equal(first_pixel, view[:, 0, 0, 0]), "the view must show the new step"
+
+
+def test_copy_obs_returns_fresh_arrays(make_env):
+    env = make_env(num_envs=2, copy_obs=True)
+    obs, _ = env.reset(seed=0)
+    kept = obs["front_rgb"]
+    before = kept.copy()
+    obs2, *_ = env.step(zeros(2))
+    assert not np.shares_memory(kept, obs2["front_rgb"])
+    np.testing.assert_array_equal(kept, before)
+
+
+def test_step_chunk_stops_at_episode_end_and_masks(make_env):
+    env = make_env(num_envs=2, max_chunk=8, backend_options={"episode_length": 5})
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step_chunk(zeros(2, 8))
+    executed = info["executed"]
+    assert reward.shape == terminated.shape == executed.shape == (2, 8)
+    np.testing.assert_array_equal(executed.sum(axis=1), [5, 5])
+    np.testing.assert_array_equal(terminated[:, 4], [True, True])
+    assert not executed[:, 5:].any() and reward[:, 4].tolist() == [1.0, 1.0]
+    np.testing.assert_array_equal(obs["task_low_dim_state"][:, 0], [5, 5])  # obs after the last action
+
+
+def test_step_chunk_all_observations(make_env):
+    env = make_env(num_envs=2, max_chunk=4, chunk_obs="all")
+    env.reset(seed=0)
+    obs, _, _, _, info = env.step_chunk(zeros(2, 3))
+    every = info["chunk_observations"]["task_low_dim_state"]
+    assert every.shape == (2, 3, 3)
+    np.testing.assert_array_equal(every[:, :, 0], [[1, 2, 3], [1, 2, 3]])
+    np.testing.assert_array_equal(obs["task_low_dim_state"], every[:, -1])
+
+
+def test_next_step_autoreset_keeps_the_final_observation(make_env):
+    env = make_env(num_envs=1, backend_options={"episode_length": 3})
+    env.reset(seed=0)
+    for _ in range(2):
+        env.step(zeros(1))
+    obs, reward, terminated, truncated, info = env.step(zeros(1))
+    assert terminated[0] and reward[0] == 1.0
+    assert obs["task_low_dim_state"][0, 0] == 3  # final observation of the episode
+    obs, reward, terminated, truncated, info = env.step(zeros(1))
+    assert info["autoreset"][0] and reward[0] == 0 and not terminated[0] and not truncated[0]
+    assert obs["task_low_dim_state"][0, 0] == 0  # first observation of the next episode
+
+
+def test_truncation_at_max_episode_steps(make_env):
+    env = make_env(num_envs=2, max_episode_steps=4)
+    env.reset(seed=0)
+    flags = [env.step(zeros(2))[3].tolist() for _ in range(4)]
+    assert flags == [[False, False]] * 3 + [[True, True]]
+
+
+def test_seeding_is_reproducible_and_distinct_per_env(make_env):
+    a = make_env(num_envs=2)
+    b = make_env(num_envs=2)
+    obs_a, _ = a.reset(seed=7)
+    obs_b, _ = b.reset(seed=7)
+    np.testing.assert_array_equal(obs_a["joint_positions"], obs_b["joint_positions"])
+    assert not np.array_equal(obs_a["joint_positions"][0], obs_a["joint_positions"][1])
+    obs_c, _ = b.reset(seed=8)
+    assert not np.array_equal(obs_c["joint_positions"][0], obs_a["joint_positions"][0])
+
+
+def test_async_step_matches_sync(make_env):
+    env = make_env(num_envs=3)
+    env.reset(seed=0)
+    env.step_async(zeros(3))
+    obs, reward, terminated, truncated, info = env.step_wait()
+    assert reward.shape == (3,)
+    np.testing.assert_array_equal(obs["task_low_dim_state"][:, 0], [1, 1, 1])
+
+
+def test_partial_batches_return_fast_envs_first(make_env):
+    # env 0 pays 0.3 s per step, the others nothing: recv(min_envs=2) must not wait for env 0
+    env = make_env(num_envs=3, backend_options={"step_cost_s": 0.0})
+    env.set_attr("step_cost_s", [0.3, 0.0, 0.0])
+    env.reset(seed=0)
+    env.send(zeros(3))
+    obs, reward, terminated, truncated, info = env.recv(min_envs=2)
+    assert 0 not in info["env_id"].tolist() and len(info["env_id"]) >= 2
+    assert obs["joint_positions"].shape == (len(info["env_id"]), 7)
+    env.send(zeros(len(info["env_id"])), info["env_id"])
+    seen = []
+    while 0 not in seen:
+        *_, info = env.recv(min_envs=1)
+        seen.extend(info["env_id"].tolist())
+    assert seen.count(0) == 1
+
+
+def test_send_rejects_envs_in_flight_and_recv_without_send(make_env):
+    env = make_env(num_envs=2)
+    env.reset(seed=0)
+    with pytest.raises(ConfigError, match="recv\\(\\) has nothing"):
+        env.recv()
+    env.send(zeros(1), [0])
+    with pytest.raises(ConfigError, match="in flight"):
+        env.send(zeros(1), [0])
+    env.recv()
+
+
+@pytest.mark.parametrize("actions, message", [
+    (np.zeros((2, 7), np.float32), "shape"),
+    (np.zeros((3, 8), np.float32), "shape"),
+    (np.full((2, 8), np.nan, np.float32), "NaN"),
+    (np.array([["a"] * 8] * 2), "real-valued"),
+])
+def test_bad_actions_are_refused_before_sending(make_env, actions, message):
+    env = make_env(num_envs=2)
+    env.reset(seed=0)
+    with pytest.raises(ActionError, match=message):
+        env.step(actions)
+    env.step(zeros(2))  # nothing was sent: the env still works
+
+
+def test_gripper_values_are_clipped_to_bounds(make_env):
+    env = make_env(num_envs=1)
+    env.reset(seed=0)
+    actions = zeros(1)
+    actions[0, -1] = 5.0
+    env.step(actions)
+    assert env.call("last_gripper")[0] == 1.0
+
+
+def test_stats_split_time_per_env(make_env):
+    env = make_env(num_envs=2, backend_options={"step_cost_s": 0.002})
+    env.reset(seed=0)
+    env.reset_stats()
+    for _ in range(10):
+        env.step(zeros(2))
+    stats = env.stats()
+    np.testing.assert_array_equal(stats["steps"], [10, 10])
+    assert (stats["exec_s"] >= 10 * 0.002).all()
+    assert (stats["write_s"] > 0).all() and (stats["ipc_s"] >= 0).all()
+
+
+def test_closed_env_refuses_work_and_close_is_idempotent(make_env):
+    env = make_env(num_envs=1)
+    env.close()
+    env.close()
+    with pytest.raises(ClosedError):
+        env.reset()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"num_envs": 0}, "num_envs"),
+    ({"cameras": ("frnt",)}, "Did you mean 'front'"),
+    ({"modalities": ("rgbd",)}, "modality"),
+    ({"arm_mode": "teleport"}, "arm_mode"),
+    ({"image_size": (4, 4)}, "image_size"),
+    ({"backend": "gazebo"}, "backend"),
+    ({"backend_options": {"step_kost_s": 1}}, "unknown synthetic backend_options"),
+    ({"chunk_obs": "some"}, "chunk_obs"),
+])
+def test_bad_config_is_refused_before_any_worker_starts(kwargs, message):
+    from rlbench_vec import RLBenchVectorEnv
+
+    with pytest.raises(ConfigError, match=message):
+        RLBenchVectorEnv(backend=kwargs.pop("backend", "synthetic"), **kwargs)
+
+
+def test_many_more_workers_than_cores(make_env):
+    env = make_env(num_envs=16, cameras=(), modalities=())
+    env.reset(seed=0)
+    for _ in range(5):
+        obs, *_ = env.step(zeros(16))
+    assert obs["joint_positions"].shape == (16, 7)
