@@ -28,6 +28,7 @@ from . import shm
 from .backends import backend_class, resolve_backend
 from .backends.base import Demo
 from .config import CAMERAS, DEFAULT_LOW_DIM, EnvConfig, VectorConfig, VideoConfig
+from .display import check_display
 from .distributed import rank_seed, worker_cpus
 from .errors import ActionError, ClosedError, ConfigError, RestartBudgetExceeded, WorkerError
 from .spec import action_bounds, action_size, observation_spec
@@ -171,10 +172,7 @@ class RLBenchVectorEnv(VectorEnv):
         self.single_action_space = gym.spaces.Box(self._action_low, self._action_high, dtype=np.float32)
         self.action_space = batch_space(self.single_action_space, n)
 
-        if config.backend != "synthetic" or self.vector_config.display is not None:
-            from .display import check_display
-
-            check_display(self.vector_config.display, backend_class(config.backend).needs_display(config))
+        check_display(self.vector_config.display, backend_class(config.backend).needs_display(config))
         shm.sweep_stale_segments()
         self._resources = _Resources()
         self._poller = Poller()

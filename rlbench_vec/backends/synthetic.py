@@ -6,8 +6,11 @@ Like EnvPool's dummy env. backend_options:
   reset_cost_s (0.0)    busy CPU time per reset
   episode_length (None) steps until the task "succeeds" (reward 1, terminated); None: never
   task_state_size (3)
-Fault injection for tests and soak runs (0-based step count within the episode):
-  hang_at_step / raise_at_step / crash_at_step, hang_on_reset
+  needs_display (False) ask for an X display, as CoppeliaSim does (the worker then owns an Xvfb)
+Fault injection for tests and soak runs; also attributes, so `set_attr` arms one env, and a
+restarted worker (a fresh process) starts disarmed:
+  hang_at_step / raise_at_step / crash_at_step (0-based step within the episode), hang_on_reset,
+  raise_on_start (backend_options only: the simulator fails to launch)
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from .base import Backend, StepResult
 
 _OPTIONS = {
     "step_cost_s", "step_cost_dist", "reset_cost_s", "episode_length", "task_state_size",
-    "hang_at_step", "raise_at_step", "crash_at_step", "hang_on_reset",
+    "needs_display", "raise_on_start", "hang_at_step", "raise_at_step", "crash_at_step", "hang_on_reset",
 }
 _IMAGE_SUFFIXES = ("_rgb", "_depth", "_mask", "_point_cloud")
 PARETO_SHAPE = 2.5  # finite mean and variance, long tail
@@ -55,10 +58,20 @@ class SyntheticBackend(Backend):
     def task_state_size(cls, config: EnvConfig) -> int:
         return int(config.backend_options.get("task_state_size", 3))
 
+    @classmethod
+    def needs_display(cls, config: EnvConfig) -> bool:
+        return bool(config.backend_options.get("needs_display", False))
+
     def __init__(self, config: EnvConfig, env_index: int):
+        if config.backend_options.get("raise_on_start"):
+            raise RuntimeError(f"synthetic simulator {env_index} failed to launch")
         self.config = config
         self.options = dict(config.backend_options)
         self.step_cost_s = float(self.options.get("step_cost_s", 0.0))
+        self.hang_at_step = self.options.get("hang_at_step")
+        self.raise_at_step = self.options.get("raise_at_step")
+        self.crash_at_step = self.options.get("crash_at_step")
+        self.hang_on_reset = bool(self.options.get("hang_on_reset", False))
         self.rng = np.random.default_rng(env_index)
         self.steps = 0
         self.joints = np.zeros(7)
@@ -75,7 +88,7 @@ class SyntheticBackend(Backend):
         return mean
 
     def reset(self, seed: int | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
-        if self.options.get("hang_on_reset"):
+        if self.hang_on_reset:
             time.sleep(1e6)
         if seed is not None:
             self.rng = np.random.default_rng(seed)
@@ -86,12 +99,12 @@ class SyntheticBackend(Backend):
         return {"descriptions": [f"synthetic {self.config.task}"], "variation_index": 0}
 
     def step(self, action: np.ndarray) -> StepResult:
-        if self.steps == self.options.get("hang_at_step"):
+        if self.steps == self.hang_at_step:
             time.sleep(1e6)
-        if self.steps == self.options.get("raise_at_step"):
+        if self.steps == self.raise_at_step:
             raise RuntimeError(f"synthetic failure at step {self.steps}")
-        if self.steps == self.options.get("crash_at_step"):
-            os.abort()
+        if self.steps == self.crash_at_step:
+            os.abort()  # dies by SIGABRT, like a simulator's C++ assertion
         busy_wait(self._cost(self.step_cost_s))
         self.steps += 1
         self.joints += 0.01 * action[:7]

@@ -1,0 +1,212 @@
+"""Fault tolerance with real processes: crashes, hangs, backend errors, a killed main process."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from conftest import live_children, own_segments
+from rlbench_vec import BackendUnavailableError, RestartBudgetExceeded, RLBenchVectorEnv, WorkerError
+from rlbench_vec.shm import SHM_DIR
+
+PROGRAM = Path(__file__).parent / "programs" / "own_env.py"
+
+
+def zeros(n: int, k: int | None = None) -> np.ndarray:
+    return np.zeros((n, 8) if k is None else (n, k, 8), np.float32)
+
+
+def kill(env: RLBenchVectorEnv, i: int) -> None:
+    os.kill(env.worker_pids[i], signal.SIGKILL)
+
+
+def step_counts(obs) -> list[int]:
+    return obs["task_low_dim_state"][:, 0].astype(int).tolist()
+
+
+def test_killed_worker_during_step_is_replaced_and_others_continue(make_env):
+    # steps cost 0.2 s so that the kill lands while the worker is busy with the step
+    env = make_env(num_envs=3, cameras=("front",), backend_options={"step_cost_s": 0.2})
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(zeros(3))
+    old_pid = env.worker_pids[1]
+    env.send(zeros(3))
+    kill(env, 1)
+    obs, reward, terminated, truncated, info = env.recv()
+    assert truncated.tolist() == [False, True, False]
+    assert info["restarted"].tolist() == [False, True, False]
+    assert "SIGKILL" in info["restart_reason"][1]
+    assert step_counts(obs) == [4, 0, 4]  # env 1 starts over; the others keep their episodes
+    assert env.worker_pids[1] != old_pid
+    obs, reward, terminated, truncated, info = env.step(zeros(3))
+    assert info["autoreset"].tolist() == [False, True, False] and not truncated.any()
+    assert step_counts(obs) == [5, 0, 5]
+    obs, *_ = env.step(zeros(3))
+    assert step_counts(obs) == [6, 1, 6]
+    assert env.stats()["restarts"].tolist() == [0, 1, 0]
+
+
+def test_many_random_kills_during_step_chunk_reset_and_recv(make_env):
+    rng = random.Random(0)
+    env = make_env(num_envs=4, cameras=(), max_chunk=4, max_restarts_per_env=100, max_restarts_total=100,
+                   backend_options={"step_cost_s": 0.05, "reset_cost_s": 0.2})  # kills land mid-command
+    env.reset(seed=0)
+    expected = [0] * 4
+    kills = 0
+    for round_ in range(12):
+        victim = rng.randrange(4)
+        mode = ("step", "chunk", "reset", "recv")[round_ % 4]
+        if mode == "reset":
+            kill(env, victim)
+            obs, info = env.reset()
+            assert info["restarted"][victim]
+            expected = [0] * 4
+        elif mode == "recv":
+            env.send(zeros(4))
+            kill(env, victim)
+            done = []
+            while len(done) < 4:
+                obs, reward, terminated, truncated, info = env.recv(min_envs=1)
+                for row, i in enumerate(info["env_id"].tolist()):
+                    assert truncated[row] == (i == victim)
+                    expected[i] = 0 if i == victim else expected[i] + 1
+                    assert int(obs["task_low_dim_state"][row, 0]) == expected[i]
+                    done.append(i)
+            # the victim's next step is its free autoreset
+            obs, *_ = env.step(zeros(4))
+            expected = [e + (i != victim) for i, e in enumerate(expected)]
+        else:
+            actions = zeros(4, 3) if mode == "chunk" else zeros(4)
+            env.step_async(actions)
+            kill(env, victim)
+            obs, reward, terminated, truncated, info = env.step_wait()
+            first = truncated[:, 0] if mode == "chunk" else truncated
+            assert first.tolist() == [i == victim for i in range(4)]
+            width = 3 if mode == "chunk" else 1
+            expected = [0 if i == victim else e + width for i, e in enumerate(expected)]
+            obs, *_ = env.step(zeros(4))
+            expected = [e + (i != victim) for i, e in enumerate(expected)]
+        kills += 1
+        assert step_counts(obs) == expected, (round_, mode, victim)
+    assert env.stats()["restarts"].sum() == kills
+
+
+def test_worker_dead_while_idle_is_detected_and_reported_on_its_next_step(make_env):
+    env = make_env(num_envs=2, cameras=())
+    env.reset(seed=0)
+    kill(env, 0)
+    time.sleep(0.5)
+    obs, reward, terminated, truncated, info = env.step(zeros(2))
+    assert truncated.tolist() == [True, False] and info["restarted"][0]
+
+
+def test_hanging_step_is_killed_at_the_deadline(make_env):
+    env = make_env(num_envs=2, cameras=(), step_timeout_s=1.0)
+    env.reset(seed=0)
+    env.set_attr("hang_at_step", [None, 1])
+    env.step(zeros(2))
+    obs, reward, terminated, truncated, info = env.step(zeros(2))
+    assert truncated.tolist() == [False, True]
+    assert "no reply to step within 1.0 s" in info["restart_reason"][1]
+    for _ in range(3):  # no desync: replies keep matching their commands
+        obs, *_ = env.step(zeros(2))
+    assert step_counts(obs) == [5, 2]
+
+
+def test_hanging_reset_is_killed_at_the_deadline(make_env):
+    env = make_env(num_envs=2, cameras=(), reset_timeout_s=1.0)
+    env.reset(seed=0)
+    env.set_attr("hang_on_reset", [True, False])
+    obs, info = env.reset(seed=1)
+    assert info["restarted"].tolist() == [True, False]
+    obs, *_ = env.step(zeros(2))
+    assert step_counts(obs) == [1, 1]
+
+
+def test_backend_exception_reaches_the_user_with_traceback_and_env_index(make_env):
+    env = make_env(num_envs=2, cameras=())
+    env.reset(seed=0)
+    env.set_attr("raise_at_step", [None, 0])
+    with pytest.raises(WorkerError, match="env 1: RuntimeError: synthetic failure at step 0") as caught:
+        env.step(zeros(2))
+    assert caught.value.env_index == 1 and "synthetic.py" in caught.value.worker_traceback
+    obs, reward, terminated, truncated, info = env.step(zeros(2))  # env 1 resets; nothing hangs
+    assert info["autoreset"].tolist() == [False, True]
+
+
+def test_crash_loop_turns_into_a_clear_error(make_env):
+    env = make_env(num_envs=2, cameras=(), backend_options={"crash_at_step": 0}, max_restarts_per_env=2)
+    env.reset(seed=0)
+    with pytest.raises(RestartBudgetExceeded, match="max_restarts_per_env=2"):
+        for _ in range(5):
+            env.step(zeros(2))
+
+
+def test_worker_that_fails_to_start_raises_with_its_reason_and_leaves_nothing():
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    with pytest.raises(WorkerError, match=r"env \d: worker failed to start: RuntimeError: synthetic simulator \d failed") as caught:
+        RLBenchVectorEnv(num_envs=2, backend="synthetic", backend_options={"raise_on_start": True})
+    assert "synthetic.py" in caught.value.worker_traceback
+    assert not own_segments()
+    time.sleep(0.5)
+    assert {p.pid for p in live_children()} <= before
+
+
+def test_missing_xvfb_is_named_before_any_worker_starts(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(BackendUnavailableError, match="xvfb"):
+        RLBenchVectorEnv(num_envs=1, backend="synthetic", backend_options={"needs_display": True})
+
+
+def start_program(kwargs: dict) -> tuple[subprocess.Popen, dict]:
+    process = subprocess.Popen([sys.executable, str(PROGRAM), json.dumps(kwargs)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    assert line, process.stderr.read()
+    return process, json.loads(line)
+
+
+def gone_within(pids: list[int], shm: str, seconds: float) -> tuple[list[int], bool]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive = [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+        exists = os.path.exists(os.path.join(SHM_DIR, shm))
+        if not alive and not exists:
+            break
+        time.sleep(0.1)
+    return alive, exists
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+def test_main_process_death_or_ctrl_c_leaves_nothing(how):
+    kwargs = {"num_envs": 2, "backend": "synthetic", "cameras": ["front"],
+              "backend_options": {"needs_display": True, "step_cost_s": 0.001}}
+    process, info = start_program(kwargs)
+    assert len(info["xvfb"]) == 2, "each worker owns an Xvfb"
+    os.kill(info["pid"], how)
+    process.wait(timeout=30)
+    alive, shm_exists = gone_within(info["workers"] + info["xvfb"], info["shm"], seconds=10)
+    assert not alive, f"processes outlived the main process: {alive}"
+    assert not shm_exists, "the shared-memory segment outlived the main process"
+    if how == signal.SIGINT:
+        stderr = process.stderr.read()
+        assert "KeyboardInterrupt" in stderr and "leaked" not in stderr
+
+
+def test_segments_of_dead_owners_are_swept_at_start(make_env):
+    dead_pid = 2 ** 22 + 12345  # above the default pid_max: no such process
+    stale = os.path.join(SHM_DIR, f"rlbv_{dead_pid}_feedfacecafe")
+    Path(stale).write_bytes(b"\0" * 64)
+    make_env(num_envs=1, cameras=())
+    assert not os.path.exists(stale)
