@@ -35,7 +35,7 @@ def single_threaded_children() -> Iterator[None]:
             os.environ.pop(name, None)
 
 
-@dataclass
+@dataclass(slots=True)
 class Pending:
     command: str
     seq: int
@@ -43,7 +43,7 @@ class Pending:
     deadline: float  # monotonic time after which the worker counts as hung
 
 
-@dataclass
+@dataclass(slots=True)
 class Reply:
     env_index: int
     command: str

@@ -40,7 +40,7 @@ CLOSE_TIMEOUT_S = 10.0
 DEMO_SEED_STRIDE = 100_003  # env i's demos use seeds base + stride * i + episode: no overlap
 
 
-@dataclass
+@dataclass(slots=True)
 class Outcome:
     """A finished command of one env, kept until it is handed to the user."""
 
@@ -251,20 +251,21 @@ class RLBenchVectorEnv(VectorEnv):
         """Wait once for worker messages, handle them, enforce deadlines. Returns handles that
         became idle. A worker found dead while idle is restarted at once."""
         busy = [h for h in self._workers if h.pending is not None]
-        wait_s = timeout_s
-        if busy:
-            next_deadline = min(h.pending.deadline for h in busy) - time.monotonic()
-            wait_s = max(0.0, next_deadline if timeout_s is None else min(next_deadline, timeout_s))
+        earliest = min((h.pending.deadline for h in busy), default=float("inf"))
+        wait_s = max(0.0, earliest - time.monotonic())
+        if timeout_s is not None:
+            wait_s = min(wait_s, timeout_s)
         idle = []
         for handle in self._poller.wait(wait_s):
             message = handle.receive()
             if message is not None and self._handle(handle, message):
                 idle.append(handle)
         now = time.monotonic()
-        for handle in busy:
-            if handle.overdue(now):
-                pending = handle.pending
-                self._restart(handle, f"no reply to {pending.command} within {pending.deadline - pending.sent_at:.1f} s")
+        if now > earliest:
+            for handle in busy:
+                if handle.overdue(now):
+                    pending = handle.pending
+                    self._restart(handle, f"no reply to {pending.command} within {pending.deadline - pending.sent_at:.1f} s")
         return idle
 
     def _handle(self, handle: WorkerHandle, message: Reply | Failure) -> bool:
@@ -431,18 +432,19 @@ class RLBenchVectorEnv(VectorEnv):
             self._actions[:, :k] = batch
         else:
             self._actions[ids, :k] = batch
-        for i in ids.tolist():
-            self._awaiting[i] = (STEP, k, chunked)
+        command = (STEP, k, chunked)
+        step_timeout, reset_timeout = self.vector_config.step_timeout_s * k, self.vector_config.reset_timeout_s
+        for i, needs_reset, noop in zip(ids.tolist(), self._needs_reset[ids].tolist(), self._restart_noop[ids].tolist()):
+            self._awaiting[i] = command
             if i in self._restart_reason or i in self._done:
                 continue  # a restart is under way or done: its outcome answers this step
-            if self._restart_noop[i]:
+            if noop:
                 # the restart already reset this env: this is its (free) next-step autoreset
                 self._restart_noop[i] = False
                 self._outcome[i] = 0.0
                 self._done[i] = Outcome(info={"autoreset": True})
                 continue
-            timeout = self.vector_config.reset_timeout_s if self._needs_reset[i] else self.vector_config.step_timeout_s * k
-            self._workers[i].send(STEP, k, timeout)
+            self._workers[i].send(STEP, k, reset_timeout if needs_reset else step_timeout)
 
     def recv(self, min_envs: int | None = None, timeout: float | None = None):
         """Results of at least min_envs (default: all in flight) of the envs sent to, whichever finish
@@ -493,9 +495,10 @@ class RLBenchVectorEnv(VectorEnv):
         commands = [self._awaiting.pop(i) for i in ids.tolist()]
         outcomes = [self._done.pop(i) for i in ids.tolist()]
         k = max(c[1] for c in commands)
-        outcome = self._outcome[rows, :, :k]
-        reward = outcome[:, REWARD].copy()
-        terminated, truncated, executed = (outcome[:, row] > 0 for row in (TERMINATED, TRUNCATED, EXECUTED))
+        block = self._outcome[rows, :, :k]
+        reward = block[:, REWARD].copy()
+        flags = block[:, TERMINATED:] > 0  # one comparison for all three flag rows
+        terminated, truncated, executed = (flags[:, row - TERMINATED] for row in (TERMINATED, TRUNCATED, EXECUTED))
         infos = [o.info for o in outcomes]
         for row, outcome in enumerate(outcomes):
             if outcome.restarted is not None:
@@ -504,7 +507,7 @@ class RLBenchVectorEnv(VectorEnv):
                     reward[row], terminated[row], truncated[row], executed[row] = 0.0, False, False, False
                     truncated[row, 0] = True
                     self._restart_noop[ids[row]] = True
-        self._needs_reset[rows] = (terminated | truncated).any(axis=1)
+        self._needs_reset[rows] = flags[:, : TRUNCATED - TERMINATED + 1].any(axis=(1, 2))
         errors = [o.error for o in outcomes if o.error is not None]
         if errors:
             raise errors[0]
