@@ -81,7 +81,9 @@ class _Resources:
 
     def release(self) -> None:
         for handle in self.handles:
-            if handle.process is not None and handle.process.is_alive() and handle.pending is None:
+            if handle.pending is not None:
+                handle.kill()  # its result would be discarded; do not wait for a slow step to finish
+            elif handle.process is not None and handle.process.is_alive():
                 handle.send("close", None, CLOSE_TIMEOUT_S)
         deadline = time.monotonic() + CLOSE_TIMEOUT_S
         for handle in self.handles:

@@ -210,3 +210,12 @@ def test_segments_of_dead_owners_are_swept_at_start(make_env):
     Path(stale).write_bytes(b"\0" * 64)
     make_env(num_envs=1, cameras=())
     assert not os.path.exists(stale)
+
+
+def test_close_does_not_wait_for_a_step_in_flight(make_env):
+    env = make_env(num_envs=2, cameras=(), backend_options={"step_cost_s": 60.0})
+    env.reset(seed=0)
+    env.send(zeros(2))
+    started = time.monotonic()
+    env.close()
+    assert time.monotonic() - started < 30.0, "close() must not wait out a 60 s step"
