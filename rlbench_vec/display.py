@@ -25,6 +25,7 @@ import struct
 import subprocess
 import tempfile
 import time
+from typing import BinaryIO
 
 from .errors import BackendUnavailableError, ConfigError
 
@@ -32,30 +33,28 @@ PER_PROCESS_ENV = "RLBENCH_PER_PROCESS_XVFB"
 XVFB_ARGS = ("-nolisten", "tcp", "-screen", "0", "1280x1024x24", "+extension", "GLX", "+render", "-noreset")
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 5.0
+LOG_LIMIT = 4000  # bytes of Xvfb's output (its end) quoted in an error
 PR_SET_PDEATHSIG = 1
+OWN_XVFB = "<own Xvfb>"  # a setting that means: start one for this worker (never a display name)
 _DISPLAY_NAME = re.compile(r"^[\w.-]*:\d+(\.\d+)?$")  # [host]:display[.screen]
 
 
 class Display:
     """An X display a worker renders on. Owns its Xvfb process when it started one."""
 
-    def __init__(self, name: str, process: subprocess.Popen | None = None, log_path: str | None = None):
+    def __init__(self, name: str, process: subprocess.Popen | None = None, log: BinaryIO | None = None):
         self.name = name
         self.process = process
-        self._log_path = log_path
+        self._log = log
 
     def close(self) -> None:
         """Stop the Xvfb this display started, if any. Safe to call more than once."""
         process, self.process = self.process, None
         if process is not None:
             _stop(process)
-        if self._log_path is not None:
-            os.unlink(self._log_path)
-            self._log_path = None
-
-    def __repr__(self) -> str:
-        owner = f", xvfb pid {self.process.pid}" if self.process else ""
-        return f"Display({self.name!r}{owner})"
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
 
 def _per_process_xvfb() -> bool:
@@ -101,35 +100,30 @@ def _xvfb_path() -> str:
     return path
 
 
+def _resolve(item: str | None, needs_display: bool) -> str | None:
+    """What one setting means here: an existing display's name, OWN_XVFB, or None (no display)."""
+    if item is None:
+        if not needs_display:
+            return None
+        return OWN_XVFB if _per_process_xvfb() else _existing_display(f"{PER_PROCESS_ENV}=0")
+    if item == "shared":
+        return _existing_display("display='shared'")
+    return _check_name(item)
+
+
 def check_display(setting: str | list | tuple | None, needs_display: bool) -> None:
     """Main-process check: raise BackendUnavailableError/ConfigError now rather than in every worker."""
-    settings = list(setting) if isinstance(setting, (list, tuple)) else [setting]
-    for item in settings:
-        if item is None:
-            if not needs_display:
-                continue
-            if _per_process_xvfb():
-                _xvfb_path()
-            else:
-                _existing_display(f"{PER_PROCESS_ENV}=0")
-        elif item == "shared":
-            _existing_display("display='shared'")
-        else:
-            _check_name(item)
+    for item in setting if isinstance(setting, (list, tuple)) else [setting]:
+        if _resolve(item, needs_display) == OWN_XVFB:
+            _xvfb_path()
 
 
 def open_display(setting: str | list | tuple | None, needs_display: bool, env_index: int) -> Display | None:
     """The display worker `env_index` should use (None: it needs none). Starts an Xvfb if so configured."""
-    item = _setting_for(setting, env_index)
-    if item is None:
-        if not needs_display:
-            return None
-        if _per_process_xvfb():
-            return start_xvfb()
-        return Display(_existing_display(f"{PER_PROCESS_ENV}=0"))
-    if item == "shared":
-        return Display(_existing_display("display='shared'"))
-    return Display(_check_name(item))
+    name = _resolve(_setting_for(setting, env_index), needs_display)
+    if name is None:
+        return None
+    return start_xvfb() if name == OWN_XVFB else Display(name)
 
 
 def _start_in_own_group_dying_with(parent_pid: int):
@@ -152,33 +146,35 @@ def start_xvfb(timeout_s: float = START_TIMEOUT_S) -> Display:
 
     `-displayfd` lets Xvfb pick the number itself: it takes the first free one under its own lock
     files and reports it only once it listens, so vector envs or torchrun ranks starting together on
-    one host never race for a number. Needs Xvfb >= 1.13 (2012). Its output goes to a temporary file
-    (a pipe nobody reads could fill up and block it during a long run) and is quoted on failure.
+    one host never race for a number. Needs Xvfb >= 1.13 (2012). Its output goes to a file (a pipe
+    nobody reads could fill up and block it during a long run) and is quoted on failure.
     """
     xvfb = _xvfb_path()
     deadline = time.monotonic() + timeout_s
+    # Xvfb's output: an unlinked file, gone with the last descriptor even if the worker is SIGKILLed
+    log = tempfile.TemporaryFile(prefix="rlbench_vec-xvfb-")
     read_fd, write_fd = os.pipe()
-    with tempfile.NamedTemporaryFile(prefix="rlbench_vec-xvfb-", suffix=".log", delete=False) as log:
-        try:
-            process = subprocess.Popen(
-                [xvfb, "-displayfd", str(write_fd), *XVFB_ARGS],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-                preexec_fn=_start_in_own_group_dying_with(os.getpid()),
-            )
-        except BaseException:
-            os.close(read_fd)
-            os.unlink(log.name)
-            raise
-        finally:
-            os.close(write_fd)  # Xvfb holds the only write end: EOF here means it exited
-    display = Display("", process, log.name)
+    try:
+        process = subprocess.Popen(
+            [xvfb, "-displayfd", str(write_fd), *XVFB_ARGS],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
+            preexec_fn=_start_in_own_group_dying_with(os.getpid()),
+        )
+    except BaseException:
+        os.close(read_fd)
+        log.close()
+        raise
+    finally:
+        os.close(write_fd)  # Xvfb holds the only write end: EOF here means it exited
+    display = Display("", process, log)
     try:
         number = _read_display_number(read_fd, process, deadline)
         _wait_until_accepting(number, process, deadline)
     except BackendUnavailableError as error:
-        output = _log_tail(log.name)
+        size = os.fstat(log.fileno()).st_size
+        output = os.pread(log.fileno(), LOG_LIMIT, max(0, size - LOG_LIMIT)).decode(errors="replace").strip()
         display.close()
-        raise BackendUnavailableError(f"{error}\n--- Xvfb output ---\n{output}") from None
+        raise BackendUnavailableError(f"{error}\n--- Xvfb output ---\n{output or '(none)'}") from None
     except BaseException:
         display.close()
         raise
@@ -228,14 +224,6 @@ def _accepts_connections(number: int) -> bool:
         except OSError:
             continue
     return False
-
-
-def _log_tail(path: str, limit: int = 4000) -> str:
-    try:
-        with open(path, errors="replace") as file:
-            return file.read()[-limit:].strip() or "(no output)"
-    except OSError:
-        return "(no output)"
 
 
 def _stop(process: subprocess.Popen) -> None:

@@ -11,6 +11,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from rlbench_vec.display import PER_PROCESS_ENV, check_display, open_display, start_xvfb
@@ -35,10 +36,9 @@ OWNER = textwrap.dedent(
 def alive(pid: int) -> bool:
     """Running, as opposed to gone or a zombie nobody reaped yet."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    return state not in ("Z", "X")
 
 
 def wait_dead(pid: int, timeout_s: float = 10.0) -> bool:
@@ -81,6 +81,9 @@ def test_display_starts_accepts_connections_and_stops(monkeypatch):
         assert display.name.startswith(":")
         assert accepts_connections(display.name)
         pid = display.process.pid
+        command = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+        for option in ("-displayfd", "-nolisten tcp", "-screen 0 1280x1024x24", "+extension GLX +render -noreset"):
+            assert option in command
     finally:
         display.close()
     assert not alive(pid)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import logging
+import random
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -272,7 +273,7 @@ class RLBenchBackend(Backend):
 
     def reset(self, seed: int | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
         if seed is not None:
-            np.random.seed(seed)  # RLBench draws variations and object placements from numpy's global generator
+            _seed_globals(seed)
         self._choose_variation((options or {}).get("variation", self.options.get("variation")))
         self._reset_task()
         return {"variation_index": self.variation, "descriptions": self.descriptions[self.variation]}
@@ -319,7 +320,7 @@ class RLBenchBackend(Backend):
         """`amount` live demos (RLBench's motion planner), each with its own variation (or the fixed one).
         The env's episode is over afterwards: reset before stepping."""
         if seed is not None:
-            np.random.seed(seed)
+            _seed_globals(seed)
         demos = []
         for _ in range(amount):
             self._choose_variation(self.options.get("variation"))
@@ -345,6 +346,13 @@ class RLBenchBackend(Backend):
             env.shutdown()
 
 
+def _seed_globals(seed: int) -> None:
+    """RLBench draws variations and object placements from numpy's global generator (one task also
+    from `random`)."""
+    np.random.seed(seed)
+    random.seed(seed)
+
+
 def demo_actions(steps: Sequence[Any], config: EnvConfig) -> np.ndarray:
     """float32 (T-1, action_size): the action in config's action mode that takes each recorded state
     to the next one (RLBench records states, not actions)."""
@@ -352,8 +360,8 @@ def demo_actions(steps: Sequence[Any], config: EnvConfig) -> np.ndarray:
         return np.array([getattr(obs, name) for obs in steps], dtype=np.float64)
 
     arm = field(ARM_ACTION_SOURCE[config.arm_mode])
-    if config.arm_mode == "joint_velocity" or config.absolute_mode:
-        arm = arm[1:]  # (velocity: one action is one 0.05 s sim step, so the velocity reached is the one commanded)
+    if config.absolute_mode or config.arm_mode == "joint_velocity":
+        arm = arm[1:]  # the next state is the target (a velocity action lasts one 0.05 s sim step)
     elif config.arm_mode == "joint_position":
         arm = np.diff(arm, axis=0)
     else:

@@ -2,10 +2,6 @@ class PyRepError(Exception):
     pass
 
 
-class ConfigurationError(Exception):
-    pass
-
-
 class ConfigurationPathError(Exception):
     pass
 

@@ -26,7 +26,6 @@ class PyRep(object):
     """Checks the rules the real one enforces by crashing: an X display, and one sim thread."""
 
     def __init__(self):
-        self.running = False
         self._sim_thread = None
 
     def launch(self, scene_file: str = "", headless: bool = False, responsive_ui: bool = False,

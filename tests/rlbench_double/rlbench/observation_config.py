@@ -25,9 +25,6 @@ class CameraConfig(object):
         self.masks_as_one_channel = masks_as_one_channel
         self.depth_in_meters = depth_in_meters
 
-    def set_all(self, value: bool):
-        self.rgb = self.depth = self.point_cloud = self.mask = value
-
 
 class ObservationConfig(object):
     def __init__(self,

@@ -17,9 +17,6 @@ class ActionMode(object):
     def action_shape(self, scene):
         pass
 
-    def action_bounds(self):
-        raise NotImplementedError('You must define your own action bounds.')
-
 
 class MoveArmThenGripper(ActionMode):
 

@@ -25,9 +25,6 @@ class Discrete(GripperActionMode):
         assert_action_shape(action, self.action_shape(scene))
         scene.gripper_joints = np.full(2, 0.04 * float(action[0] > 0.5))
 
-    def action_bounds(self):
-        return np.array([0]), np.array([1])
-
 
 class GripperJointPosition(GripperActionMode):
 
@@ -40,6 +37,3 @@ class GripperJointPosition(GripperActionMode):
     def action(self, scene, action: np.ndarray):
         assert_action_shape(action, self.action_shape(scene))
         scene.gripper_joints = action.repeat(2).astype(np.float64)
-
-    def action_bounds(self):
-        return np.array([0]), np.array([0.04])

@@ -1,5 +1,3 @@
-import numpy as np
-
 CAMERAS = ("left_shoulder", "right_shoulder", "overhead", "wrist", "front")
 
 
@@ -23,11 +21,3 @@ class Observation(object):
         self.gripper_touch_forces = gripper_touch_forces
         self.task_low_dim_state = task_low_dim_state
         self.misc = misc
-
-    def get_low_dim_data(self) -> np.ndarray:
-        low_dim_data = [] if self.gripper_open is None else [[self.gripper_open]]
-        for data in [self.joint_velocities, self.joint_positions, self.joint_forces, self.gripper_pose,
-                     self.gripper_joint_positions, self.gripper_touch_forces, self.task_low_dim_state]:
-            if data is not None:
-                low_dim_data.append(data)
-        return np.concatenate(low_dim_data) if len(low_dim_data) > 0 else np.array([])
