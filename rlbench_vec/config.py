@@ -90,6 +90,7 @@ class EnvConfig:
     max_episode_steps: int = 200
     renderer: str | None = None
     backend_options: Mapping[str, Any] = field(default_factory=dict)
+    video_cameras: tuple[str, ...] = ()  # set by the engine for recording envs: render_rgb must serve these
 
     def validated(self) -> "EnvConfig":
         """Return a normalised copy, or raise ConfigError naming the bad field and the fix."""
@@ -113,6 +114,7 @@ class EnvConfig:
             arm_mode=_choose("arm_mode", self.arm_mode, ARM_MODES),
             gripper_mode=_choose("gripper_mode", self.gripper_mode, GRIPPER_MODES),
             backend_options=dict(self.backend_options),
+            video_cameras=_choose_all("video camera", self.video_cameras, CAMERAS),
         )
 
     @property

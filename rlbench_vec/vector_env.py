@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import gymnasium as gym
@@ -160,7 +160,7 @@ class RLBenchVectorEnv(VectorEnv):
     def _setup(self, env_config: EnvConfig, vector_config: VectorConfig, on_worker_ready) -> None:
         self.closed = True  # until every worker is up
         config = env_config.validated()
-        config = EnvConfig(**{**config.__dict__, "backend": resolve_backend(config.backend)})
+        config = replace(config, backend=resolve_backend(config.backend))
         backend_class(config.backend).validate(config)
         self.env_config = config
         self.vector_config = vector_config.validated()
@@ -228,8 +228,9 @@ class RLBenchVectorEnv(VectorEnv):
         for i in range(self.num_envs):
             display = vc.display[i] if isinstance(vc.display, (list, tuple)) else vc.display
             records = vc.video is not None and (vc.video.env_ids is None or i in vc.video.env_ids)
+            config = replace(self.env_config, video_cameras=vc.video.cameras) if records else self.env_config
             spec = WorkerSpec(
-                env_index=i, config=self.env_config, shm_name=self._resources.buffers.name,
+                env_index=i, config=config, shm_name=self._resources.buffers.name,
                 fields=self._resources.buffers.fields, display=display, max_chunk=vc.max_chunk,
                 chunk_obs=vc.chunk_obs, parent_pid=0, cpu_affinity=cpus[i], video=vc.video if records else None,
             )

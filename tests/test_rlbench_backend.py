@@ -133,6 +133,17 @@ def test_observations_config_mapping_and_episode_flow(double, rlbench_env):
     assert all(wait_dead(pid) for pid in xvfbs), "close() should stop every worker's Xvfb"
 
 
+def test_recorded_cameras_keep_their_rgb_on_in_recording_workers_only(double, rlbench_env, tmp_path):
+    from rlbench_vec.config import VideoConfig
+
+    video = VideoConfig(directory=str(tmp_path), env_ids=(1,), cameras=("wrist",))
+    env = rlbench_env(cameras=("front",), modalities=("depth",), low_dim=("gripper_open",), record=video)
+    env.reset(seed=0)
+    wrist_rgb = sorted(e["obs_config"]["wrist_camera"]["rgb"] for e in double("environment"))
+    assert wrist_rgb == [False, True]  # env 0 does not record: its wrist camera stays off
+    assert "wrist_rgb" not in env.single_observation_space.spaces
+
+
 def test_a_killed_worker_takes_its_xvfb_along(double, rlbench_env):
     env = rlbench_env(num_envs=1, low_dim=("gripper_open",))
     env.reset(seed=0)

@@ -195,7 +195,7 @@ class RLBenchBackend(Backend):
         def camera(name: str) -> CameraConfig:
             on = name in c.cameras
             return CameraConfig(
-                rgb=on and "rgb" in modalities,
+                rgb=(on and "rgb" in modalities) or name in c.video_cameras,
                 # RLBench computes a point cloud only while rgb or depth is on: depth carries it
                 depth=on and bool(modalities & {"depth", "point_cloud"}),
                 point_cloud=on and "point_cloud" in modalities,
@@ -311,7 +311,7 @@ class RLBenchBackend(Backend):
         if frame is None:
             raise ValueError(
                 f"camera {camera!r} has no rgb image: RLBench removes every camera that is off at launch. "
-                f"Add {camera!r} to cameras, with 'rgb' in modalities, to record it."
+                f"Record it with record=VideoConfig(cameras=(..., {camera!r})), or observe its rgb."
             )
         return frame
 
