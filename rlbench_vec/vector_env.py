@@ -26,7 +26,7 @@ from gymnasium.vector.utils import batch_space
 
 from . import shm
 from .backends import backend_class, resolve_backend
-from .backends.base import Demo
+from .backends.base import Backend, Demo
 from .config import CAMERAS, DEFAULT_LOW_DIM, EnvConfig, VectorConfig, VideoConfig
 from .display import check_display
 from .distributed import rank_seed, worker_cpus
@@ -161,7 +161,10 @@ class RLBenchVectorEnv(VectorEnv):
         self.closed = True  # until every worker is up
         config = env_config.validated()
         config = replace(config, backend=resolve_backend(config.backend))
-        backend_class(config.backend).validate(config)
+        backend_type = backend_class(config.backend)
+        backend_type.validate(config)
+        if vector_config.video is not None and backend_type.render_rgb is Backend.render_rgb:
+            raise ConfigError(f"the {config.backend} backend renders no video frames: record with another backend.")
         self.env_config = config
         self.vector_config = vector_config.validated()
         n = self.num_envs = self.vector_config.num_envs
@@ -174,7 +177,7 @@ class RLBenchVectorEnv(VectorEnv):
         self.single_action_space = gym.spaces.Box(self._action_low, self._action_high, dtype=np.float32)
         self.action_space = batch_space(self.single_action_space, n)
 
-        check_display(self.vector_config.display, backend_class(config.backend).needs_display(config))
+        check_display(self.vector_config.display, backend_type.needs_display(config))
         shm.sweep_stale_segments()
         self._resources = _Resources()
         self._poller = Poller()
@@ -524,7 +527,10 @@ class RLBenchVectorEnv(VectorEnv):
         if any(c[2] for c in commands):
             info["executed"] = executed
             if self._chunk_obs:
-                info["chunk_observations"] = {key: view[rows, :k] for key, view in self._chunk_obs.items()}
+                copy = self.vector_config.copy_obs and full
+                info["chunk_observations"] = {
+                    key: view[rows, :k].copy() if copy else view[rows, :k] for key, view in self._chunk_obs.items()
+                }
             result = (obs, reward, terminated, truncated, info)
         else:
             result = (obs, reward[:, 0], terminated[:, 0], truncated[:, 0], info)

@@ -78,6 +78,22 @@ def test_step_chunk_stops_at_episode_end_and_masks(make_env):
     np.testing.assert_array_equal(obs["task_low_dim_state"][:, 0], [5, 5])  # obs after the last action
 
 
+def test_copy_obs_copies_chunk_observations_too(make_env):
+    env = make_env(num_envs=1, max_chunk=2, chunk_obs="all", copy_obs=True)
+    env.reset(seed=0)
+    *_, info = env.step_chunk(zeros(1, 2))
+    kept = info["chunk_observations"]["task_low_dim_state"]
+    env.step_chunk(zeros(1, 2))
+    np.testing.assert_array_equal(kept[0, :, 0], [1, 2])
+
+
+def test_recording_needs_a_backend_that_renders():
+    from rlbench_vec import RLBenchVectorEnv
+
+    with pytest.raises(ConfigError, match="renders no video"):
+        RLBenchVectorEnv(backend="synthetic", record=True)
+
+
 def test_step_chunk_all_observations(make_env):
     env = make_env(num_envs=2, max_chunk=4, chunk_obs="all")
     env.reset(seed=0)

@@ -34,9 +34,10 @@ PARETO_SHAPE = 2.5  # finite mean and variance, long tail
 
 
 def busy_wait(seconds: float) -> None:
-    """Burn CPU (not sleep) so the cost competes for cores like a simulator does."""
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
+    """Burn `seconds` of this thread's CPU time (not sleep, not wall time): the cost competes for
+    cores like a simulator does, and a preempted worker still pays all of it."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
         pass
 
 

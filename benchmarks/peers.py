@@ -1,0 +1,297 @@
+"""rlbench_vec side by side with gymnasium AsyncVectorEnv and stable-baselines3 SubprocVecEnv.
+
+Every system steps the same env: the synthetic backend (RLBench's default observation: 5 cameras at
+128x128 with rgb, depth and mask, plus low-dim state) with the same step and reset costs (busy waits).
+The peers get it behind gymnasium's Env API (PeerEnv), writing into persistent arrays as ours does.
+
+Systems:
+  rlbench_vec sync         step(): one round trip per step
+  rlbench_vec chunk16      step_chunk() with K=16 actions per round trip
+  rlbench_vec async        send/recv partial batches: act on the first half of the envs to finish
+  gymnasium async          AsyncVectorEnv(context="spawn", shared_memory=True, copy=False)
+  sb3 subproc              SubprocVecEnv(start_method="spawn")
+Step-cost settings: 0 ms (the machinery alone), 10 ms constant, and heavy-tailed (Pareto steps with a
+10 ms mean, 50 ms resets every 10 steps).
+
+Counted: actions executed (an autoreset step that only resets is not counted, for any system).
+Each system is built once per num_envs and re-costed between settings, since starting 64 spawned
+workers takes longer than measuring them. Writes {out}/peers_{tag}.json and .png.
+
+    python benchmarks/peers.py --tag cpu2
+    python benchmarks/peers.py --tag gpu16 --num_envs 1 2 4 8 16 32 64 128 --scale 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+
+from rlbench_vec import EnvConfig, RLBenchVectorEnv
+from rlbench_vec.backends.synthetic import SyntheticBackend
+from rlbench_vec.spec import action_size, observation_spec
+
+# name -> synthetic backend options, and env-steps timed per measurement (spread over the envs, at
+# least one chunk of 16 per env): enough for stable numbers, few enough for a 2-core machine
+SETTINGS: dict[str, dict[str, Any]] = {
+    "0 ms": {"options": {"step_cost_s": 0.0}, "env_steps": 1024},
+    "10 ms": {"options": {"step_cost_s": 0.01}, "env_steps": 256},
+    "heavy-tailed": {
+        "options": {"step_cost_s": 0.01, "step_cost_dist": "pareto", "reset_cost_s": 0.05, "episode_length": 10},
+        "env_steps": 256,
+    },
+}
+NO_COSTS = {"step_cost_s": 0.0, "step_cost_dist": "constant", "reset_cost_s": 0.0, "episode_length": None}
+SYSTEMS = ("rlbench_vec sync", "rlbench_vec chunk16", "rlbench_vec async", "gymnasium async", "sb3 subproc")
+CHUNK = 16
+CONFIG = EnvConfig(backend="synthetic").validated()  # RLBench's default observation
+
+
+def cost_attrs(options: dict[str, Any]) -> dict[str, Any]:
+    """Backend attributes that give a running SyntheticBackend these costs."""
+    merged = {**NO_COSTS, **options}
+    return {"options": merged, "step_cost_s": merged["step_cost_s"]}
+
+
+class PeerEnv(gym.Env):
+    """The synthetic backend behind gymnasium's Env API, for the peers: same arrays, same costs.
+
+    Observations are written in place into persistent arrays (no allocation per step), the cheapest
+    case for the peers. Truncation at max_episode_steps as in rlbench_vec.
+    """
+
+    def __init__(self, index: int):
+        spec = observation_spec(CONFIG)
+        self.observation_space = gym.spaces.Dict({
+            key: gym.spaces.Box(0, 255, s.shape, s.dtype) if s.dtype == np.uint8 else gym.spaces.Box(-np.inf, np.inf, s.shape, s.dtype)
+            for key, s in spec.items()
+        })
+        self.action_space = gym.spaces.Box(-np.inf, np.inf, (action_size(CONFIG),), np.float32)
+        self.backend = SyntheticBackend(CONFIG, index)
+        self.obs = {key: np.zeros(s.shape, s.dtype) for key, s in spec.items()}
+        self.elapsed = 0
+
+    def set_costs(self, options: dict[str, Any]) -> None:
+        for name, value in cost_attrs(options).items():
+            setattr(self.backend, name, value)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        info = self.backend.reset(seed, options)
+        self.elapsed = 0
+        self.backend.write_observation(self.obs)
+        return self.obs, info
+
+    def step(self, action):
+        result = self.backend.step(np.asarray(action, np.float32))
+        self.elapsed += 1
+        self.backend.write_observation(self.obs)
+        truncated = self.elapsed >= CONFIG.max_episode_steps and not result.terminated
+        return self.obs, result.reward, result.terminated, truncated, result.info
+
+
+def make_peer(index: int) -> Callable[[], PeerEnv]:
+    return lambda: PeerEnv(index)
+
+
+# ---------------------------------------------------------------------- timed loops: (env-steps, seconds)
+def time_ours(env: RLBenchVectorEnv, mode: str, steps: int) -> tuple[int, float]:
+    n, a = env.num_envs, action_size(CONFIG)
+    env.reset(seed=0)
+    env.step(np.zeros((n, a), np.float32))  # warm-up, not timed
+    env.reset_stats()
+    start = time.perf_counter()
+    if mode == "sync":
+        for _ in range(steps):
+            env.step(np.zeros((n, a), np.float32))
+    elif mode == "chunk16":
+        for _ in range(math.ceil(steps / CHUNK)):
+            env.step_chunk(np.zeros((n, CHUNK, a), np.float32))
+    else:  # async partial batches, until each env averaged `steps` commands
+        half, sent = max(1, n // 2), n
+        env.send(np.zeros((n, a), np.float32))
+        while sent < steps * n:
+            ids = env.recv(min_envs=half)[4]["env_id"]
+            env.send(np.zeros((len(ids), a), np.float32), env_ids=ids)
+            sent += len(ids)
+        env.recv()
+    elapsed = time.perf_counter() - start
+    return int(env.stats()["steps"].sum()), elapsed
+
+
+def time_gymnasium(env: gym.vector.AsyncVectorEnv, steps: int) -> tuple[int, float]:
+    n = env.num_envs
+    actions = np.zeros((n, action_size(CONFIG)), np.float32)
+    env.reset(seed=0)
+    _, _, terminated, truncated, _ = env.step(actions)  # warm-up
+    executed, start = 0, time.perf_counter()
+    for _ in range(steps):
+        executed += n - int(np.count_nonzero(terminated | truncated))  # next-step autoreset executes nothing
+        _, _, terminated, truncated, _ = env.step(actions)
+    return executed, time.perf_counter() - start
+
+
+def time_sb3(env, steps: int) -> tuple[int, float]:
+    n = env.num_envs
+    actions = np.zeros((n, action_size(CONFIG)), np.float32)
+    env.reset()
+    env.step(actions)  # warm-up; SB3 resets inside the step that ends an episode, so every step executes
+    start = time.perf_counter()
+    for _ in range(steps):
+        env.step(actions)
+    return n * steps, time.perf_counter() - start
+
+
+# ---------------------------------------------------------------------- one system, every setting
+def steps_per_env(setting: dict[str, Any], n: int, scale: float) -> int:
+    """Timed actions per env: the setting's env-step budget over n envs, in whole chunks."""
+    return CHUNK * max(1, math.ceil(setting["env_steps"] * scale / n / CHUNK))
+
+
+def measure(system: str, n: int, settings: dict[str, dict[str, Any]], scale: float) -> dict[str, tuple[int, float]]:
+    """Build `system` with n envs once; time it under each setting."""
+    out = {}
+    if system.startswith("rlbench_vec"):
+        mode = system.split()[1]
+        with RLBenchVectorEnv(num_envs=n, backend="synthetic", max_chunk=CHUNK) as env:
+            for name, setting in settings.items():
+                for attr, value in cost_attrs(setting["options"]).items():
+                    env.set_attr(attr, value)
+                out[name] = time_ours(env, mode, steps_per_env(setting, n, scale))
+    elif system == "gymnasium async":
+        env = gym.vector.AsyncVectorEnv([make_peer(i) for i in range(n)], shared_memory=True, copy=False, context="spawn")
+        try:
+            for name, setting in settings.items():
+                env.call("set_costs", setting["options"])
+                out[name] = time_gymnasium(env, steps_per_env(setting, n, scale))
+        finally:
+            env.close()
+    else:
+        from stable_baselines3.common.vec_env import SubprocVecEnv
+
+        env = SubprocVecEnv([make_peer(i) for i in range(n)], start_method="spawn")
+        try:
+            for name, setting in settings.items():
+                env.env_method("set_costs", setting["options"])
+                out[name] = time_sb3(env, steps_per_env(setting, n, scale))
+        finally:
+            env.close()
+    return out
+
+
+# ---------------------------------------------------------------------- output
+def print_tables(results: list[dict[str, Any]], settings: list[str], systems: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=max(100, 16 * (len(systems) + 1)))  # full system names, even when piped
+    for setting in settings:
+        table = Table(title=f"env-steps/s, step cost {setting}")
+        table.add_column("num_envs", justify="right")
+        for system in systems:
+            table.add_column(system, justify="right")
+        for n in sorted({r["num_envs"] for r in results}):
+            row = {r["system"]: r["sps"] for r in results if r["setting"] == setting and r["num_envs"] == n}
+            table.add_row(str(n), *(f"{row[s]:,.0f}" if s in row else "-" for s in systems))
+        console.print(table)
+
+
+def cpu_bound(setting: dict[str, Any], n: int, cpus: int) -> float | None:
+    """The most env-steps/s that min(n, cpus) cores can give when every step burns its cost in CPU."""
+    per_step = setting["step_cost_s"] + (setting["reset_cost_s"] / setting["episode_length"] if setting["episode_length"] else 0.0)
+    return min(n, cpus) / per_step if per_step > 0 else None
+
+
+def plot(report: dict[str, Any], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results, settings, cpus = report["results"], report["settings"], report["machine"]["cpus"]
+    systems = list(dict.fromkeys(r["system"] for r in results))
+    counts = sorted({r["num_envs"] for r in results})
+    fig, axes = plt.subplots(1, len(settings), figsize=(5 * len(settings), 4.6), squeeze=False)
+    for ax, (name, setting) in zip(axes[0], settings.items()):
+        for system in systems:
+            points = sorted((r["num_envs"], r["sps"]) for r in results if r["setting"] == name and r["system"] == system)
+            ax.plot(*zip(*points), marker="o", label=system)
+        if cpu_bound(setting, 1, cpus) is not None:
+            ax.plot(counts, [cpu_bound(setting, n, cpus) for n in counts], "k--", lw=1, label=f"CPU bound ({cpus} cores)")
+        ax.set(title=f"step cost {name}", xlabel="num_envs", ylabel="env-steps/s", yscale="log")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(counts, [str(n) for n in counts])
+        ax.grid(True, which="both", alpha=0.3)
+    handles: dict[str, Any] = {}  # one legend for all panels
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    machine = report["machine"]
+    fig.suptitle(f"{report['command']}\n{cpus} CPUs, load average {machine['load_average_at_start']:.1f} at start, "
+                 f"{machine['load_average_at_end']:.1f} at end", fontsize=10)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))  # room for the shared legend
+    fig.savefig(path, dpi=120)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    settings = {name: SETTINGS[name] for name in args.settings}
+    machine = {
+        "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+        "load_average_at_start": os.getloadavg()[0],  # other work on the machine skews the numbers
+    }
+    started = time.perf_counter()
+    results = []
+    for n in args.num_envs:
+        for system in args.systems:
+            for setting, (env_steps, elapsed) in measure(system, n, settings, args.scale).items():
+                results.append({"system": system, "setting": setting, "num_envs": n, "env_steps": env_steps,
+                                "elapsed_s": round(elapsed, 4), "sps": round(env_steps / elapsed, 1)})
+                print(f"{system:>20} | {setting:>12} | num_envs {n:>3} | {env_steps / elapsed:10,.0f} env-steps/s",
+                      flush=True)
+    machine["load_average_at_end"] = os.getloadavg()[0]
+    return {
+        "command": " ".join(["python", *sys.argv]), "tag": args.tag, "machine": machine,
+        "wall_s": round(time.perf_counter() - started, 1),
+        "settings": {name: {**NO_COSTS, **s["options"], "env_steps": round(s["env_steps"] * args.scale)}
+                     for name, s in settings.items()},
+        "observation": "5 cameras 128x128 rgb+depth+mask, RLBench default low-dim", "results": results,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tag", required=True, help='names the output files, e.g. "cpu2" or "gpu16"')
+    parser.add_argument("--num_envs", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64])
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies the timed env-steps of every setting")
+    parser.add_argument("--out", default="docs", help="folder for peers_{tag}.json and .png")
+    parser.add_argument("--replot", action="store_true", help="redraw the table and plot from the JSON, run nothing")
+    args = parser.parse_args()
+
+    stem = os.path.join(args.out, f"peers_{args.tag}")
+    if args.replot:
+        with open(stem + ".json") as file:
+            report = json.load(file)
+    else:
+        report = run(args)
+        os.makedirs(args.out, exist_ok=True)
+        with open(stem + ".json", "w") as file:
+            json.dump(report, file, indent=2)
+    systems = list(dict.fromkeys(r["system"] for r in report["results"]))
+    print_tables(report["results"], list(report["settings"]), systems)
+    plot(report, stem + ".png")
+    print(f"wrote {stem}.png" + ("" if args.replot else f" and {stem}.json"))
+
+
+if __name__ == "__main__":
+    main()

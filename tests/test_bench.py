@@ -1,0 +1,106 @@
+"""python -m rlbench_vec.bench: flags, valid random actions, the JSON summary, recording."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from rlbench_vec import bench
+from rlbench_vec.config import CAMERAS, EnvConfig
+from rlbench_vec.distributed import RankInfo
+
+from test_video import mujoco_available
+
+SYNTHETIC = ["--backend", "synthetic", "--quiet"]
+
+
+def test_defaults_are_the_original_tools():
+    args = bench.parse_args([])
+    assert args.backend == "auto" and args.task == "reach_target" and args.arm_mode == "ik"
+    assert args.steps == 100 and args.action_chunk == 1 and args.copy_obs == 0 and not args.record
+    assert list(args.image_size) == [128, 128] and args.cameras == list(CAMERAS) and not args.async_
+    assert bench.parse_args(["--min_envs", "3"]).async_, "--min_envs implies --async"
+    assert bench.default_num_envs(RankInfo(local_world_size=1)) == len(os.sched_getaffinity(0))
+
+
+def fake_env(arm_mode: str, absolute_mode: bool = True, gripper_mode: str = "discrete"):
+    config = EnvConfig(backend="synthetic", arm_mode=arm_mode, absolute_mode=absolute_mode,
+                       gripper_mode=gripper_mode).validated()
+    space = types.SimpleNamespace(shape=(8,))
+    return types.SimpleNamespace(env_config=config, single_action_space=space)
+
+
+def observation(m: int) -> dict[str, np.ndarray]:
+    pose = np.tile([0.3, 0.0, 1.1, 0.0, 1.0, 0.0, 0.0], (m, 1))
+    return {"gripper_pose": pose, "gripper_open": np.ones(m), "joint_positions": np.zeros((m, 7)),
+            "gripper_joint_positions": np.full((m, 2), 0.04)}
+
+
+@pytest.mark.parametrize("arm_mode", ["ik", "planning"])
+def test_pose_actions_stay_near_the_gripper_with_unit_quaternions(arm_mode):
+    actions = bench.ActionSampler(fake_env(arm_mode), chunk=16, seed=0)(observation(5))
+    assert actions.shape == (5, 16, 8) and actions.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(actions[..., 3:7], axis=-1), 1.0, atol=1e-5)
+    assert np.abs(actions[..., :3] - [0.3, 0.0, 1.1]).max() < 0.2
+    assert set(np.unique(actions[..., 7])) <= {0.0, 1.0}
+
+
+def test_joint_and_delta_actions_are_small():
+    for arm_mode, absolute in (("joint_velocity", True), ("joint_position", True), ("joint_position", False),
+                               ("ik", False)):
+        actions = bench.ActionSampler(fake_env(arm_mode, absolute, "joint_position"), chunk=1, seed=0)(observation(4))
+        assert np.abs(actions[..., :3]).max() < 0.5, arm_mode
+        assert ((actions[..., 7] >= 0) & (actions[..., 7] <= 0.04)).all()
+
+
+def run_json(tmp_path, *flags: str) -> dict:
+    path = tmp_path / "bench.json"
+    bench.main([*flags, "--json", str(path)])
+    return json.loads(path.read_text())
+
+
+def test_sync_run_writes_throughput_and_time_split(tmp_path):
+    result = run_json(tmp_path, *SYNTHETIC, "--num_envs", "2", "--steps", "30",
+                      "--backend_options", '{"step_cost_s": 0.001}')
+    assert result["num_envs"] == 2 and result["steps"] == 30 and result["world_size"] == 1
+    assert result["env_steps"] == 60 and result["sps"] == pytest.approx(60 / result["elapsed_s"])
+    assert result["exec_ms"] >= 1.0, "a 1 ms step cost shows as worker execution"
+    for key in ("write_ms", "ipc_ms", "reset_ms", "startup_s", "rss_main_mb", "rss_worker_mb_max",
+                "cpu_workers_cores", "cpu_machine_percent"):
+        assert result[key] >= 0, key
+    assert result["command"].startswith("python -m rlbench_vec.bench --backend synthetic")
+
+
+def test_async_chunked_run_through_episode_ends(tmp_path):
+    result = run_json(tmp_path, *SYNTHETIC, "--num_envs", "3", "--steps", "20", "--action_chunk", "4",
+                      "--min_envs", "1", "--max_episode_steps", "7")
+    assert result["async"] and result["min_envs"] == 1 and result["action_chunk"] == 4
+    # 15 commands of 4 actions (+ those in flight at the end); per 7-step episode: 4 + 3 actions, then
+    # a command that only autoresets
+    assert 15 * 4 * 7 / 12 - 4 <= result["env_steps"] <= (15 + 3) * 4
+    assert result["resets"] > 0
+
+
+def test_cli_entry_point_prints_the_summary():
+    out = subprocess.run([sys.executable, "-m", "rlbench_vec.bench", *SYNTHETIC, "--num_envs", "1", "--steps", "5"],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "env-steps/s" in out and "IPC wait" in out and "startup" in out
+
+
+@pytest.mark.skipif(not mujoco_available(), reason="the MuJoCo backend is not usable here")
+def test_mujoco_survives_invalid_actions_and_records(tmp_path, monkeypatch):
+    """Wild targets (1 m of noise) leave the workspace: episodes end with info["error"], the bench goes on."""
+    monkeypatch.setattr(bench, "POSITION_NOISE_M", 1.0)
+    video_dir = tmp_path / "videos"
+    result = run_json(tmp_path, "--backend", "mujoco", "--quiet", "--num_envs", "2", "--steps", "6",
+                      "--cameras", "front", "wrist", "--image_size", "32", "32", "--record",
+                      "--video_dir", str(video_dir), "--video_envs", "0")
+    assert result["invalid_actions"] > 0 and result["resets"] > 0
+    assert result["record"] and os.listdir(video_dir)
+    assert all(name.startswith("env000_") for name in os.listdir(video_dir))
