@@ -244,19 +244,21 @@ def run_async(env: RLBenchVectorEnv, obs, sample: ActionSampler, calls: int, min
     commands; then collect the rest. Returns invalid-action episode ends."""
     actions = sample(obs)
     env.send(actions[:, 0] if sample.chunk == 1 else actions)
-    done, errors, target = 0, 0, calls * env.num_envs
+    done, errors, target, in_flight = 0, 0, calls * env.num_envs, env.num_envs
     while done < target:
-        obs, _, _, _, info = env.recv(min_envs=min_envs)
+        obs, _, _, _, info = env.recv(min_envs=min(min_envs, in_flight))
         ids = info["env_id"]
         done += len(ids)
+        in_flight -= len(ids)
         errors += count_errors(info)
         advance(min(done, target))
         if done < target:
             actions = sample(obs)
             env.send(actions[:, 0] if sample.chunk == 1 else actions, env_ids=ids)
-    # settle the envs still in flight (their steps count: they are in the workers' totals)
-    _, _, _, _, info = env.recv()
-    return errors + count_errors(info)
+            in_flight += len(ids)
+    if in_flight:  # settle the envs still in flight (their steps count: they are in the workers' totals)
+        errors += count_errors(env.recv()[4])
+    return errors
 
 
 def bench_rank(args: argparse.Namespace, info: RankInfo, dist) -> dict[str, Any]:

@@ -8,6 +8,7 @@ APT_PACKAGES=(
   xvfb x11-utils        # per-worker X displays (CoppeliaSim, MuJoCo's glfw mode); xdpyinfo
   libosmesa6            # MuJoCo CPU rendering without a display
   libegl1 libgl1        # MuJoCo EGL rendering (GPU) and GL dispatch
+  libegl-mesa0          # EGL on the CPU (Mesa), when there is no GPU
   libglfw3              # MuJoCo glfw mode under Xvfb
 )
 if command -v apt-get >/dev/null; then

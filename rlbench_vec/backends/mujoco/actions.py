@@ -11,7 +11,9 @@ Arm modes:
                   or stops, within a step budget.
   planning        like ik, but the TCP follows the straight line (and slerped orientation) from its
                   current pose to the target: IK at waypoints every 2 cm / 0.1 rad, joint moves between
-                  them. This replaces RLBench's sampling-based planner: there is no obstacle avoidance.
+                  them. Where the line leaves the arm's reach (or would flip its configuration) the
+                  motion falls back to ik's joint-space move. This stands in for RLBench's
+                  sampling-based planner: there is no obstacle avoidance.
 Gripper modes: discrete (> 0.5 opens, else closes) and joint_position (each finger's target, 0..0.04).
 A gripper change runs until the fingers stop, as RLBench's gripper actuation.
 
@@ -61,8 +63,10 @@ class ActionExecutor:
             self.panda.step_towards(arm if self.config.absolute_mode else self.panda.qpos + arm)
         else:
             position, quat = self.target_pose(arm)
-            plan = self._straight_line if self.config.arm_mode == "planning" else self._ik_goal
-            self.panda.follow(plan(position, quat))
+            path = self._ik_goal(position, quat)  # raises when the target itself is unreachable
+            if self.config.arm_mode == "planning":
+                path = self._straight_line(position, quat) or path
+            self.panda.follow(path)
         opening = (FINGER_MAX if gripper > 0.5 else 0.0) if self.config.gripper_mode == "discrete" else gripper
         self.panda.actuate_gripper(opening)
 
@@ -91,21 +95,19 @@ class ActionExecutor:
         delta = quat_multiply(quat_wxyz, quat_conjugate(current_quat))
         return np.concatenate([position - current_pos, wxyz_to_xyzw(delta)])
 
-    def _solve(self, start: np.ndarray, position: np.ndarray, quat: np.ndarray, retry: bool) -> np.ndarray:
-        kinematics = self.panda.kinematics
-        result = (kinematics.solve_near if retry else kinematics.solve)(start, position, quat)
+    def _ik_goal(self, position: np.ndarray, quat: np.ndarray) -> list[np.ndarray]:
+        result = self.panda.kinematics.solve_near(self.panda.qpos, position, quat)
         if not result.converged:
             raise InvalidAction(
                 f"IK found no joint configuration for position {np.round(position, 3).tolist()} "
                 f"quaternion xyzw {np.round(wxyz_to_xyzw(quat), 3).tolist()} (closest: "
                 f"{result.position_error * 1000:.1f} mm, {math.degrees(result.rotation_error):.1f} deg away)"
             )
-        return result.qpos
-
-    def _ik_goal(self, position: np.ndarray, quat: np.ndarray) -> list[np.ndarray]:
-        return [self._solve(self.panda.qpos, position, quat, retry=True)]
+        return [result.qpos]
 
     def _straight_line(self, position: np.ndarray, quat: np.ndarray) -> list[np.ndarray]:
+        """Joint waypoints moving the TCP along the straight line to the pose; [] where IK cannot follow it."""
+        kinematics = self.panda.kinematics
         start_pos, start_quat, _ = self.panda.tcp_pose()
         distance = np.linalg.norm(position - start_pos)
         turn = np.linalg.norm(rotation_error(quat, start_quat))
@@ -113,13 +115,9 @@ class ActionExecutor:
         path, q = [], self.panda.qpos.copy()
         for i in range(1, count + 1):
             t = i / count
-            previous, q = q, self._solve(q, start_pos + t * (position - start_pos), slerp(start_quat, quat, t),
-                                         retry=False)
-            if np.max(np.abs(q - previous)) > MAX_WAYPOINT_JUMP:
-                raise InvalidAction(
-                    f"no straight-line path to {np.round(position, 3).tolist()}: the arm would have to "
-                    "reconfigure on the way"
-                )
+            result = kinematics.solve(q, start_pos + t * (position - start_pos), slerp(start_quat, quat, t))
+            if not result.converged or np.max(np.abs(result.qpos - q)) > MAX_WAYPOINT_JUMP:
+                return []
+            q = result.qpos
             path.append(q)
         return path
-

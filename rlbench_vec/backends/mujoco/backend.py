@@ -39,17 +39,26 @@ def resolve_renderer(config: EnvConfig) -> str:
     return (config.renderer or os.environ.get("MUJOCO_GL") or default_renderer()).strip().lower()
 
 
-def use_renderer(renderer: str) -> None:
-    """Point MuJoCo at `renderer` before its first import in this process."""
-    loaded = sys.modules.get("mujoco")
-    if loaded is not None:
-        current = loaded.GLContext.__module__.rsplit(".", 1)[-1]
-        if current != renderer:
+def loaded_renderer() -> str | None:
+    """The GL backend of an already imported MuJoCo ("osmesa", "egl", "glfw"), else None."""
+    mujoco = sys.modules.get("mujoco")
+    return None if mujoco is None else mujoco.GLContext.__module__.rsplit(".", 1)[-1]
+
+
+def use_renderer(config: EnvConfig) -> None:
+    """Point MuJoCo at the configured renderer before its first import in this process. Where MuJoCo
+    is already imported (e.g. a test calling the backend in-process), its renderer stays, unless
+    config.renderer asks for another: that cannot be had in this process."""
+    current = loaded_renderer()
+    if current is not None:
+        if config.renderer and resolve_renderer(config) != current:
             raise BackendUnavailableError(
                 f"MuJoCo was already imported in this process with the {current!r} renderer, so it cannot "
-                f"use {renderer!r}; set MUJOCO_GL={renderer} before importing mujoco, or run the env in a worker."
+                f"use {config.renderer!r}; set MUJOCO_GL={config.renderer} before importing mujoco, or run "
+                "the env in a worker (RLBenchVectorEnv)."
             )
         return
+    renderer = resolve_renderer(config)
     os.environ["MUJOCO_GL"] = renderer
     if renderer == "glfw":
         os.environ.pop("PYOPENGL_PLATFORM", None)
@@ -115,7 +124,7 @@ class MujocoBackend(Backend):
         self.config = config
         self.task_class = _task_class(config)
         self.rng = np.random.default_rng(env_index)
-        use_renderer(resolve_renderer(config))
+        use_renderer(config)
         from .simulation import Simulation  # imports mujoco
 
         self.sim = Simulation(config)

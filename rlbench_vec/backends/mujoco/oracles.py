@@ -17,12 +17,13 @@ import numpy as np
 
 from .actions import ActionExecutor
 from .geometry import frame_quat, mat_to_quat, yaw_rotation
-from .robot import CONTROL_DT, Panda
-from .scene import FINGER_MAX, PANDA_DQ_MAX
+from .robot import CONTROL_DT, PATH_ACCELERATION, Panda, line_duration
+from .scene import FINGER_MAX
 from .tasks import OpenDrawer, PickAndLift, ReachTarget, Task
 
 IK_SEGMENT = 0.03  # metres: straight moves in ik mode are split into pieces this long
-JOINT_TOLERANCE = 0.01  # rad: a joint-space oracle moves on when every joint is this close
+JOINT_TOLERANCE = 0.003  # rad: a joint-space oracle moves on when every joint is this close to a waypoint
+PASSING_TOLERANCE = 0.03  # rad: ... or this close to a point on the way to one (so it does not stop there)
 MAX_ACTIONS_PER_WAYPOINT = 60
 
 
@@ -65,10 +66,14 @@ def pick_and_lift(task: PickAndLift, panda: Panda) -> list[Waypoint]:
 def open_drawer(task: OpenDrawer, panda: Panda) -> list[Waypoint]:
     pull = task.pull_direction
     handle = task.handle_position.copy()
-    # Approach along -pull (into the cabinet), fingers closing vertically around the horizontal bar.
-    quat = frame_quat(np.cross((0.0, 0.0, 1.0), -pull), (0.0, 0.0, 1.0))
+    # Approach into the cabinet pitched 45 degrees down (a horizontal gripper is out of the Panda's
+    # reach at these heights), fingers closing across the horizontal bar.
+    pitch = math.radians(45)
+    approach = -math.cos(pitch) * pull + [0.0, 0.0, -math.sin(pitch)]
+    finger_axis = -math.sin(pitch) * pull + [0.0, 0.0, math.cos(pitch)]
+    quat = frame_quat(np.cross(finger_axis, approach), finger_axis)
     return [
-        Waypoint(handle + 0.12 * pull, quat, True),
+        Waypoint(handle - 0.12 * approach, quat, True),
         Waypoint(handle, quat, True, straight=True),
         Waypoint(handle, quat, False),
         Waypoint(handle + 0.22 * pull, quat, False, straight=True),
@@ -97,24 +102,35 @@ def _pose_targets(panda: Panda, waypoint: Waypoint, split: bool) -> list[tuple[n
     return [(start + (i / count) * (waypoint.position - start), waypoint.quat) for i in range(1, count + 1)]
 
 
+def _braking_velocity(delta: np.ndarray) -> np.ndarray:
+    """Joint velocities covering `delta` along a straight line: as fast as the arm can while braking at
+    half its deceleration, and proportional near the end (the servos lag a velocity change by about a
+    control step, so full braking would overshoot)."""
+    duration = line_duration(delta)
+    speed = min(1.0, np.sqrt(PATH_ACCELERATION * duration), duration / (3 * CONTROL_DT))
+    return delta / duration * speed
+
+
 def oracle_actions(task: Task, panda: Panda, executor: ActionExecutor) -> Iterator[np.ndarray]:
     """Actions (float32) solving the current episode; the caller steps each before asking for the next."""
     config = executor.config
     for waypoint in ORACLES[task.name](task, panda):
         gripper = _gripper_value(executor, waypoint.gripper_open)
         moved = False
-        for position, quat in _pose_targets(panda, waypoint, split=config.arm_mode != "planning"):
+        targets = _pose_targets(panda, waypoint, split=config.arm_mode != "planning")
+        for index, (position, quat) in enumerate(targets):
             if executor.pose_mode:
                 moved = True
                 yield np.append(executor.encode_pose(position, quat), gripper).astype(np.float32)
                 continue
             goal = panda.kinematics.solve_near(panda.qpos, position, quat).qpos
+            tolerance = JOINT_TOLERANCE if index == len(targets) - 1 else PASSING_TOLERANCE
             for _ in range(MAX_ACTIONS_PER_WAYPOINT):
                 error = goal - panda.qpos
-                if np.all(np.abs(error) < JOINT_TOLERANCE):
+                if np.all(np.abs(error) < tolerance):
                     break
                 if config.arm_mode == "joint_velocity":
-                    arm = np.clip(error / CONTROL_DT, -PANDA_DQ_MAX, PANDA_DQ_MAX)
+                    arm = _braking_velocity(error)
                 else:
                     arm = goal if config.absolute_mode else error
                 moved = True

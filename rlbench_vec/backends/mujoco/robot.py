@@ -1,8 +1,9 @@
 """The simulated Panda: its state as RLBench reports it, and the motions behind each action mode.
 
-Control: joint position servos (stiff PD actuators on gravity-compensated links) track a setpoint
-that this class moves at most at Franka's joint velocity limits, every physics substep. So joint
-targets, velocities and poses all become smooth, speed-limited motions with real contacts.
+Control: per joint a position servo and a velocity servo (on gravity-compensated links) track a
+setpoint and its velocity. Every physics substep this class moves the setpoint within Franka's joint
+velocity and acceleration limits, so joint targets, velocities and poses all become smooth motions
+the servos can follow, with real contacts.
 One control step is CONTROL_DT of simulated time, like RLBench's 0.05 s simulation step.
 """
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from .geometry import mat_to_quat
 from .ik import ARM_DOFS, PandaKinematics
-from .scene import FINGER_MAX, HOME_QPOS, PANDA_DQ_MAX, PANDA_Q_MAX, PANDA_Q_MIN
+from .scene import FINGER_MAX, HOME_QPOS, PANDA_DDQ_MAX, PANDA_DQ_MAX, PANDA_Q_MAX, PANDA_Q_MIN
 
 CONTROL_DT = 0.05
 GRIPPER_SPEED = 0.2  # m/s of finger travel, RLBench's gripper actuation velocity
@@ -21,6 +22,35 @@ REACHED_TOLERANCE = 0.01  # rad, as RLBench's "joints reached their targets" che
 STILL_TOLERANCE = 0.001  # rad per control step: the arm stopped (e.g. blocked by a contact)
 MAX_MOTION_STEPS = 100  # control steps (5 s) one ik/planning action may take
 MAX_GRIPPER_STEPS = 20  # control steps (1 s) one gripper actuation may take
+
+
+# Acceleration along a joint-space path, in "full speed per second" (the weakest joint decides).
+PATH_ACCELERATION = float(np.min(PANDA_DDQ_MAX / PANDA_DQ_MAX))
+
+
+def line_duration(delta: np.ndarray) -> float:
+    """Seconds to move by `delta` in joint space at full speed (the slowest joint at its limit)."""
+    return float(np.max(np.abs(delta) / PANDA_DQ_MAX))
+
+
+class JointPath:
+    """A piecewise-linear joint-space path, parameterised by s = seconds at full speed from its start."""
+
+    def __init__(self, points: list[np.ndarray]):
+        self.points = points
+        self.durations = np.array([line_duration(b - a) for a, b in zip(points, points[1:])])
+        self.starts = np.concatenate([[0.0], np.cumsum(self.durations)])
+        self.length = float(self.starts[-1])
+
+    def at(self, s: float) -> tuple[np.ndarray, np.ndarray]:
+        """Position at s and its derivative (joint velocity at full speed)."""
+        if self.length == 0.0:
+            return self.points[-1], np.zeros_like(self.points[-1])
+        i = min(int(np.searchsorted(self.starts, s, side="right")) - 1, len(self.durations) - 1)
+        while self.durations[i] == 0.0:
+            i -= 1
+        direction = (self.points[i + 1] - self.points[i]) / self.durations[i]
+        return self.points[i] + (s - self.starts[i]) * direction, direction
 
 
 class Panda:
@@ -34,10 +64,10 @@ class Panda:
         self.finger_qpos_adr = np.array([model.joint(f"panda_finger_joint{i}").qposadr[0] for i in (1, 2)])
         self.finger_dof_adr = np.array([model.joint(f"panda_finger_joint{i}").dofadr[0] for i in (1, 2)])
         self.arm_actuators = np.array([model.actuator(f"panda_act{i}").id for i in range(1, 8)])
+        self.velocity_actuators = np.array([model.actuator(f"panda_vel{i}").id for i in range(1, 8)])
         self.gripper_actuator = model.actuator("panda_gripper").id
         self.tcp = model.site("tcp").id
-        self.max_arm_step = PANDA_DQ_MAX * self.dt
-        self.setpoint = HOME_QPOS.copy()
+        self.max_velocity_change = PANDA_DDQ_MAX * self.dt
         self.gripper_setpoint = self.gripper_goal = FINGER_MAX
 
     def reset(self) -> None:
@@ -46,9 +76,10 @@ class Panda:
         self.data.qpos[self.finger_qpos_adr] = FINGER_MAX
         self.data.qvel[self.arm_dof_adr] = 0.0
         self.data.qvel[self.finger_dof_adr] = 0.0
-        self.setpoint = HOME_QPOS.copy()
         self.gripper_setpoint = self.gripper_goal = FINGER_MAX
-        self._apply_setpoints()
+        self.data.ctrl[self.arm_actuators] = HOME_QPOS
+        self.data.ctrl[self.velocity_actuators] = 0.0
+        self.data.ctrl[self.gripper_actuator] = FINGER_MAX
 
     # --- state -------------------------------------------------------------------------------------
 
@@ -62,7 +93,7 @@ class Panda:
 
     @property
     def joint_forces(self) -> np.ndarray:
-        return self.data.actuator_force[self.arm_actuators]
+        return self.data.qfrc_actuator[self.arm_dof_adr]
 
     @property
     def finger_qpos(self) -> np.ndarray:
@@ -80,60 +111,60 @@ class Panda:
 
     # --- motion ------------------------------------------------------------------------------------
 
-    def _apply_setpoints(self) -> None:
-        self.data.ctrl[self.arm_actuators] = self.setpoint
-        self.data.ctrl[self.gripper_actuator] = self.gripper_setpoint
-
-    def _substep(self) -> None:
+    def _substep(self, setpoint: np.ndarray, velocity: np.ndarray) -> None:
+        """One physics step with the arm servos tracking (setpoint, velocity) and the gripper's setpoint
+        moving towards its goal at the gripper speed."""
+        self.data.ctrl[self.arm_actuators] = setpoint
+        self.data.ctrl[self.velocity_actuators] = velocity
         step, remaining = GRIPPER_SPEED * self.dt, self.gripper_goal - self.gripper_setpoint
         self.gripper_setpoint = self.gripper_goal if abs(remaining) <= step else self.gripper_setpoint + np.sign(remaining) * step
-        self._apply_setpoints()
+        self.data.ctrl[self.gripper_actuator] = self.gripper_setpoint
         mujoco.mj_step(self.model, self.data)
 
     def run_velocities(self, velocities: np.ndarray) -> None:
-        """One control step at these joint velocities (clipped to the joint velocity limits)."""
+        """One control step at these joint velocities (clipped to the velocity limits), reached within
+        the acceleration limits from the arm's current velocity."""
         velocities = np.clip(velocities, -PANDA_DQ_MAX, PANDA_DQ_MAX)
+        setpoint, velocity = self.qpos.copy(), self.qvel.copy()
         for _ in range(self.substeps):
-            self.setpoint = np.clip(self.setpoint + velocities * self.dt, PANDA_Q_MIN, PANDA_Q_MAX)
-            self._substep()
+            velocity = velocity + np.clip(velocities - velocity, -self.max_velocity_change, self.max_velocity_change)
+            setpoint = np.clip(setpoint + velocity * self.dt, PANDA_Q_MIN, PANDA_Q_MAX)
+            self._substep(setpoint, velocity)
 
-    def _move_setpoint(self, goal: np.ndarray) -> bool:
-        """Advance the setpoint along the straight joint-space line to `goal`, every joint within its
-        velocity limit; True once it is there."""
-        delta = goal - self.setpoint
-        scale = float(np.min(self.max_arm_step / np.maximum(np.abs(delta), 1e-12)))
-        if scale >= 1.0:
-            self.setpoint = goal.copy()
-            return True
-        self.setpoint = self.setpoint + scale * delta
-        return False
+    def _run_path(self, waypoints: list[np.ndarray], max_steps: int, wait: bool) -> int:
+        """Move the setpoint along the joint-space path from the arm's current position through
+        `waypoints`: trapezoidal speed within the velocity and acceleration limits, starting from the
+        arm's current velocity along the path and stopping at its end. With `wait`, continue until the
+        arm reaches the end or stops moving (RLBench's ik/planning loop). Returns control steps taken."""
+        start = self.qpos.copy()
+        path = JointPath([start] + [np.clip(q, PANDA_Q_MIN, PANDA_Q_MAX) for q in waypoints])
+        _, direction = path.at(0.0)
+        speed = float(np.clip(self.qvel @ direction / max(direction @ direction, 1e-12), 0.0, 1.0))
+        s, previous = 0.0, start
+        for control_step in range(1, max_steps + 1):
+            for _ in range(self.substeps):
+                braking = np.sqrt(2.0 * PATH_ACCELERATION * (path.length - s))
+                speed = min(speed + PATH_ACCELERATION * self.dt, 1.0, braking)
+                s = min(path.length, s + speed * self.dt)
+                setpoint, direction = path.at(s)
+                self._substep(setpoint, direction * speed if s < path.length else np.zeros(ARM_DOFS))
+            current = self.qpos
+            if wait and s >= path.length:
+                reached = np.all(np.abs(current - path.points[-1]) < REACHED_TOLERANCE)
+                if reached or np.all(np.abs(current - previous) < STILL_TOLERANCE):
+                    return control_step
+            previous = current.copy()
+        return max_steps
 
     def step_towards(self, goal: np.ndarray) -> None:
         """One control step moving towards joint positions `goal` (RLBench's JointPosition: the arm
         gets there only if it can within the step)."""
-        goal = np.clip(goal, PANDA_Q_MIN, PANDA_Q_MAX)
-        for _ in range(self.substeps):
-            self._move_setpoint(goal)
-            self._substep()
+        self._run_path([goal], max_steps=1, wait=False)
 
     def follow(self, path: list[np.ndarray]) -> int:
-        """Move through joint-space waypoints, then until the arm reaches the last one or stops moving
-        (RLBench's ik/planning loop), within MAX_MOTION_STEPS. Returns the control steps taken."""
-        waypoints = list(path)
-        previous = self.qpos.copy()
-        for control_step in range(1, MAX_MOTION_STEPS + 1):
-            for _ in range(self.substeps):
-                if self._move_setpoint(waypoints[0]) and len(waypoints) > 1:
-                    waypoints.pop(0)
-                self._substep()
-            current = self.qpos
-            if len(waypoints) == 1 and np.array_equal(self.setpoint, waypoints[0]):
-                reached = np.all(np.abs(current - waypoints[0]) < REACHED_TOLERANCE)
-                still = np.all(np.abs(current - previous) < STILL_TOLERANCE)
-                if reached or still:
-                    return control_step
-            previous = current.copy()
-        return MAX_MOTION_STEPS
+        """Move through joint-space waypoints, then until the arm reaches the last one or stops moving,
+        within MAX_MOTION_STEPS (RLBench's ik/planning loop). Returns the control steps taken."""
+        return self._run_path(path, MAX_MOTION_STEPS, wait=True)
 
     def actuate_gripper(self, opening: float) -> None:
         """Drive both fingers to `opening` (0..FINGER_MAX each) and wait until they stop, as RLBench's
@@ -142,8 +173,9 @@ class Panda:
         if abs(opening - self.gripper_goal) < 1e-6:
             return
         self.gripper_goal = opening
+        hold, still = self.qpos.copy(), np.zeros(ARM_DOFS)
         for _ in range(MAX_GRIPPER_STEPS):
             for _ in range(self.substeps):
-                self._substep()
+                self._substep(hold, still)
             if self.gripper_setpoint == self.gripper_goal and np.all(np.abs(self.data.qvel[self.finger_dof_adr]) < 1e-3):
                 return

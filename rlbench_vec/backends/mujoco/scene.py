@@ -3,8 +3,8 @@
 Pure Python (xml.etree): the main process may import it, and it never touches MuJoCo. Tasks add their
 objects through `Scene.worldbody` before `Scene.to_xml()`.
 
-The arm follows Franka's published kinematics (modified Denavit-Hartenberg parameters of the FR3 /
-Panda datasheet), joint limits, joint velocity limits and torque limits; the links are drawn with
+The arm follows the kinematics and limits Franka publishes for the Panda (modified Denavit-Hartenberg
+parameters; joint position, velocity, acceleration and torque limits); the links are drawn with
 capsules and cylinders so a software rasteriser renders them cheaply.
 """
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 # Franka Panda, modified DH (Craig): rows (a_{i-1}, d_i, alpha_{i-1}) for joints 1..7, metres / radians.
+# Limits below: position (rad), velocity (rad/s), acceleration (rad/s^2), torque (Nm), from the datasheet.
 PANDA_DH = (
     (0.0, 0.333, 0.0),
     (0.0, 0.0, -math.pi / 2),
@@ -32,6 +33,7 @@ FINGER_BASE_OFFSET = 0.0584  # flange to the finger joints
 PANDA_Q_MIN = np.array([-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973])
 PANDA_Q_MAX = np.array([2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973])
 PANDA_DQ_MAX = np.array([2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61])
+PANDA_DDQ_MAX = np.array([15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0])
 PANDA_TAU_MAX = np.array([87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])
 FINGER_MAX = 0.04  # each finger opens 0..0.04 m
 # Gripper pointing down over the table, elbow up: close to RLBench's initial Panda configuration.
@@ -107,10 +109,10 @@ class CameraPlacement:
 # RLBench's fixed cameras: the shoulders behind and above the robot's base on either side (left = +y,
 # the robot faces +x), overhead above the table, front across the table facing the robot.
 FIXED_CAMERAS = {
-    "left_shoulder": CameraPlacement((-0.35, 0.55, 1.65), (0.25, 0.05, TABLE_TOP_Z), 50.0),
-    "right_shoulder": CameraPlacement((-0.35, -0.55, 1.65), (0.25, -0.05, TABLE_TOP_Z), 50.0),
+    "left_shoulder": CameraPlacement((-0.25, 0.7, 1.6), (0.3, -0.05, TABLE_TOP_Z), 50.0),
+    "right_shoulder": CameraPlacement((-0.25, -0.7, 1.6), (0.3, 0.05, TABLE_TOP_Z), 50.0),
     "overhead": CameraPlacement((0.25, 0.0, 2.3), (0.2, 0.0, TABLE_TOP_Z), 45.0, up=(1.0, 0.0, 0.0)),
-    "front": CameraPlacement((1.35, 0.0, 1.6), (0.05, 0.0, TABLE_TOP_Z + 0.15), 45.0),
+    "front": CameraPlacement((1.25, 0.0, 1.55), (0.0, 0.0, TABLE_TOP_Z + 0.2), 45.0),
 }
 WRIST_FOVY = 70.0
 
@@ -121,8 +123,7 @@ def geom(parent: ET.Element, kind: str, rgba=WHITE, group=ROBOT, **attrs) -> ET.
 
 
 def capsule(parent: ET.Element, start, end, radius: float, rgba=WHITE, group=ROBOT) -> None:
-    if np.linalg.norm(np.subtract(end, start)) > 1e-6:
-        geom(parent, "capsule", rgba, group, fromto=np.concatenate([start, end]), size=radius)
+    geom(parent, "capsule", rgba, group, fromto=np.concatenate([start, end]), size=radius)
 
 
 def _joint_housing(parent: ET.Element, radius: float, half_length: float) -> None:
@@ -152,8 +153,9 @@ class Scene:
     def _visual(self, offscreen: tuple[int, int]) -> None:
         visual = ET.SubElement(self.root, "visual")
         ET.SubElement(visual, "global", offwidth=str(offscreen[0]), offheight=str(offscreen[1]))
-        # No multisampling and coarse tessellation: both cost a software rasteriser dearly.
-        ET.SubElement(visual, "quality", offsamples="0", numslices="16", numstacks="8", shadowsize="0")
+        # No multisampling, coarse tessellation and one quad per box face: a software rasteriser spends
+        # most of a 128x128 frame on per-vertex work, so fewer vertices is the biggest saving.
+        ET.SubElement(visual, "quality", offsamples="0", numslices="12", numstacks="6", numquads="1", shadowsize="0")
         ET.SubElement(visual, "map", znear=str(CAMERA_NEAR), zfar=str(CAMERA_FAR))
         ET.SubElement(visual, "headlight", ambient="0.35 0.35 0.35", diffuse="0.45 0.45 0.45", specular="0 0 0")
         # extent=1 makes znear/zfar absolute distances in metres.
@@ -178,22 +180,29 @@ class Scene:
         base = ET.SubElement(self.worldbody, "body", name="panda_link0", pos=fmt(ROBOT_BASE))
         geom(base, "cylinder", WHITE, VISUAL, size=(0.075, 0.07), pos=(0, 0, 0.07))
         geom(base, "box", DARK, VISUAL, size=(0.1, 0.1, 0.01), pos=(-0.02, 0, 0.01))
-        parent, origin_in_parent = base, np.array([0.0, 0.0, PANDA_DH[0][1]])
         capsule(base, (0, 0, 0.1), (0, 0, 0.2), 0.065, WHITE, VISUAL)
+        parent = base
         for i, (a, d, alpha) in enumerate(PANDA_DH, start=1):
-            pos = origin_in_parent if i == 1 else np.array([a, -math.sin(alpha) * d, math.cos(alpha) * d])
+            # Modified DH: translate a along x, rotate alpha about x, then d along the new z.
+            pos = np.array([a, -math.sin(alpha) * d, math.cos(alpha) * d])
             link = ET.SubElement(parent, "body", name=f"panda_link{i}", pos=fmt(pos),
                                  quat=fmt(axis_angle_quat((1, 0, 0), alpha)), gravcomp="1")
             ET.SubElement(link, "joint", name=f"panda_joint{i}", type="hinge", axis="0 0 1",
-                          range=fmt([PANDA_Q_MIN[i - 1], PANDA_Q_MAX[i - 1]]), armature="0.1", damping="1")
+                          range=fmt([PANDA_Q_MIN[i - 1], PANDA_Q_MAX[i - 1]]), armature="0.1", damping="1",
+                          actuatorfrcrange=fmt([-PANDA_TAU_MAX[i - 1], PANDA_TAU_MAX[i - 1]]))
             self._link_shape(link, i)
             parent = link
         self._hand(parent)
-        for i, tau in enumerate(PANDA_TAU_MAX, start=1):
+        # Per joint a position servo and a velocity servo (feed-forward of the setpoint's velocity, so a
+        # moving setpoint is tracked without lag); the joint's actuatorfrcrange caps their sum at the
+        # datasheet torque.
+        for i in range(1, 8):
             kp, kv = (4500, 450) if i <= 4 else (2000, 200)
             ET.SubElement(self.actuators, "general", name=f"panda_act{i}", joint=f"panda_joint{i}",
-                          gainprm=str(kp), biastype="affine", biasprm=fmt([0, -kp, -kv]),
-                          forcerange=fmt([-tau, tau]), ctrlrange=fmt([PANDA_Q_MIN[i - 1], PANDA_Q_MAX[i - 1]]))
+                          gainprm=str(kp), biastype="affine", biasprm=fmt([0, -kp, 0]),
+                          ctrlrange=fmt([PANDA_Q_MIN[i - 1], PANDA_Q_MAX[i - 1]]))
+            ET.SubElement(self.actuators, "general", name=f"panda_vel{i}", joint=f"panda_joint{i}",
+                          gainprm=str(kv), biastype="affine", biasprm=fmt([0, 0, -kv]))
 
     @staticmethod
     def _link_shape(link: ET.Element, i: int) -> None:

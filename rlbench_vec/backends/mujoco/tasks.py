@@ -211,7 +211,10 @@ class PickAndLift(ColourTask):
 
 class OpenDrawer(Task):
     """Open the bottom, middle or top drawer (the variation) of a cabinet placed at random.
-    State: the chosen drawer's handle xyz, then the three drawers' openings (metres)."""
+    State: the chosen drawer's handle xyz, then the three drawers' openings (metres).
+
+    The handles sit at different heights and sideways offsets (bottom right, middle centre, top left
+    as the robot sees them), so a hand on one handle clears the others."""
 
     name = "open_drawer"
     state_size = 6
@@ -220,7 +223,9 @@ class OpenDrawer(Task):
     SUCCESS_OPENING = 0.15  # metres, like RLBench's JointCondition on the drawer joint
     DEPTH, WIDTH = 0.30, 0.40
     PLINTH, SLOT, TOP = 0.10, 0.11, 0.02
-    HANDLE_STANDOFF = 0.035
+    HANDLE_STANDOFF = 0.05
+    HANDLE_OFFSETS = (-0.1, 0.0, 0.1)  # sideways, per drawer
+    HANDLE_HALF_LENGTH = 0.04
     TRAVEL = 0.25
 
     def build(self, scene: Scene) -> None:
@@ -245,12 +250,12 @@ class OpenDrawer(Task):
                 geom(drawer, "box", wood, ARTICULATED, size=(d - 0.03, 0.004, half_h - 0.01),
                      pos=(d - 0.01, side * inner_w, 0))
             geom(drawer, "box", wood, ARTICULATED, size=(0.004, inner_w, half_h - 0.01), pos=(2 * d - 0.04, 0, 0))
-            x = -self.HANDLE_STANDOFF
+            x, y, half = -self.HANDLE_STANDOFF, self.HANDLE_OFFSETS[i], self.HANDLE_HALF_LENGTH
             geom(drawer, "capsule", (0.3, 0.3, 0.32, 1), ARTICULATED, name=f"handle_{option}",
-                 fromto=(x, -0.06, 0, x, 0.06, 0), size="0.01", friction=(1.5, 0.01, 0.0005))
-            for side in (-1, 1):
+                 fromto=(x, y - half, 0, x, y + half, 0), size="0.01", friction=(1.5, 0.01, 0.0005))
+            for end in (y - half, y + half):
                 geom(drawer, "box", (0.3, 0.3, 0.32, 1), ARTICULATED, size=(self.HANDLE_STANDOFF / 2, 0.006, 0.006),
-                     pos=(x / 2, side * 0.06, 0))
+                     pos=(x / 2, end, 0))
 
     def bind(self, model: Any, data: Any) -> None:
         super().bind(model, data)
@@ -267,7 +272,7 @@ class OpenDrawer(Task):
     def init_episode(self, variation: int, rng: np.random.Generator) -> None:
         self.variation = variation
         yaw = rng.uniform(-0.25, 0.25)
-        centre = (rng.uniform(0.45, 0.55), rng.uniform(-0.15, 0.15), TABLE_TOP_Z)
+        centre = (rng.uniform(0.48, 0.56), rng.uniform(-0.12, 0.12), TABLE_TOP_Z)
         self.data.mocap_pos[self.cabinet_mocap] = centre
         self.data.mocap_quat[self.cabinet_mocap] = axis_angle_quat((0, 0, 1), yaw)
         self.data.qpos[self.joint_adr] = 0.0

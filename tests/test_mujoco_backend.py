@@ -1,0 +1,321 @@
+"""The embedded MuJoCo backend, with real physics and rendering (no mocks).
+
+Most tests drive the backend in this process (small images where the test is about physics); the
+last ones go through RLBenchVectorEnv's worker processes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from rlbench_vec import RLBenchVectorEnv
+from rlbench_vec.backends.mujoco import BACKEND
+from rlbench_vec.backends.mujoco.backend import loaded_renderer
+from rlbench_vec.backends.mujoco.scene import CAMERA_FAR, CAMERA_NEAR, HOME_QPOS, TABLE_TOP_Z
+from rlbench_vec.backends.mujoco.tasks import COLORS, TASKS
+from rlbench_vec.config import CAMERAS, EnvConfig
+from rlbench_vec.errors import BackendUnavailableError, ConfigError
+from rlbench_vec.spec import observation_spec
+
+ORACLE_EPISODES = 20
+
+
+def make_config(**kwargs) -> EnvConfig:
+    kwargs = {"task": "reach_target", "backend": "mujoco", "cameras": (), "low_dim": (
+        "joint_positions", "gripper_open", "gripper_pose", "gripper_joint_positions", "task_low_dim_state"),
+        **kwargs}
+    config = EnvConfig(**kwargs).validated()
+    BACKEND.validate(config)
+    return config
+
+
+@pytest.fixture
+def backend_for():
+    """Backends made by a test; closed after it."""
+    made = []
+
+    def factory(**kwargs):
+        backend = BACKEND(make_config(**kwargs), 0)
+        made.append(backend)
+        return backend
+
+    yield factory
+    for backend in made:
+        backend.close()
+
+
+def observe(backend) -> dict[str, np.ndarray]:
+    """The observation written in place into arrays of the layout; float slots start as NaN, so any
+    slot the backend leaves unwritten fails here."""
+    spec = observation_spec(backend.config)
+    out = {key: np.full(s.shape, np.nan if s.dtype.kind == "f" else 0, s.dtype) for key, s in spec.items()}
+    backend.write_observation(out)
+    unwritten = [key for key, array in out.items() if array.dtype.kind == "f" and np.isnan(array).any()]
+    assert not unwritten, f"write_observation left {unwritten} unwritten"
+    return out
+
+
+def run_oracle(backend, seed: int) -> bool:
+    backend.reset(seed, None)
+    for steps, action in enumerate(backend.sim.oracle_actions(), start=1):
+        result = backend.step(action)
+        if result.terminated or steps >= backend.config.max_episode_steps:
+            return result.reward == 1.0 and "error" not in result.info
+    return False
+
+
+def pose_action(position, quat_xyzw, gripper: float = 1.0) -> np.ndarray:
+    return np.array([*position, *quat_xyzw, gripper], np.float32)
+
+
+# --- configuration --------------------------------------------------------------------------------
+
+
+def test_validate_names_the_problem():
+    with pytest.raises(ConfigError, match=r"unknown task 'reach_targets'.*reach_target.*Available: "):
+        BACKEND.validate(replace(make_config(), task="reach_targets"))
+    with pytest.raises(ConfigError, match="unknown mujoco backend_options"):
+        BACKEND.validate(replace(make_config(), backend_options={"colour": 1}))
+    with pytest.raises(ConfigError, match="variation must be an integer in 0..2"):
+        BACKEND.validate(replace(make_config(task="open_drawer"), backend_options={"variation": 3}))
+    with pytest.raises(ConfigError, match="renderer 'vulkan' is not supported"):
+        BACKEND.validate(replace(make_config(), renderer="vulkan"))
+    with pytest.raises(ConfigError, match="offscreen buffer"):
+        BACKEND.validate(make_config(cameras=CAMERAS, image_size=(4096, 4096)))
+
+
+def test_class_methods_need_no_simulator():
+    assert {name: BACKEND.task_state_size(make_config(task=name)) for name in TASKS} == {
+        "reach_target": 9, "open_drawer": 6, "pick_and_lift": 16}
+    assert BACKEND.needs_display(make_config(renderer="glfw"))
+    assert not BACKEND.needs_display(make_config(renderer="osmesa"))
+    assert not BACKEND.needs_display(make_config(renderer="egl"))
+
+
+def test_the_main_process_never_imports_mujoco():
+    """The engine imports the backend for its class methods only; MuJoCo must wait for a worker."""
+    code = (
+        "import sys; from rlbench_vec.backends.mujoco import BACKEND; from rlbench_vec.config import EnvConfig; "
+        "config = EnvConfig(backend='mujoco', task='open_drawer').validated(); BACKEND.validate(config); "
+        "BACKEND.task_state_size(config); BACKEND.needs_display(config); assert 'mujoco' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_second_renderer_in_one_process_is_refused(backend_for):
+    backend_for().close()  # MuJoCo is imported now, with the renderer of the first backend
+    other = "egl" if loaded_renderer() != "egl" else "osmesa"
+    with pytest.raises(BackendUnavailableError, match=f"cannot use '{other}'"):
+        BACKEND(make_config(renderer=other), 0)
+
+
+# --- episodes, variations, descriptions -----------------------------------------------------------
+
+
+def test_reset_is_seeded_and_variations_follow_options(backend_for):
+    backend = backend_for(task="reach_target")
+    info = backend.reset(5, None)
+    first = observe(backend)["task_low_dim_state"].copy()
+    assert 0 <= info["variation_index"] < len(COLORS)
+    colour = COLORS[info["variation_index"]][0]
+    assert info["descriptions"] and all(isinstance(d, str) and colour in d for d in info["descriptions"])
+    assert backend.reset(5, None) == info
+    np.testing.assert_array_equal(observe(backend)["task_low_dim_state"], first)
+    assert backend.reset(5, {"variation": 3})["variation_index"] == 3
+    fixed = backend_for(task="open_drawer", backend_options={"variation": 2})
+    assert {fixed.reset(seed, None)["variation_index"] for seed in range(4)} == {2}
+    assert fixed.reset(0, None)["descriptions"][0] == "open the top drawer"
+    with pytest.raises(ConfigError):
+        fixed.reset(0, {"variation": 7})
+
+
+# --- kinematics and actions -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arm_mode", ["ik", "planning"])
+def test_pose_actions_reach_commanded_poses(backend_for, arm_mode):
+    backend = backend_for(arm_mode=arm_mode)
+    backend.reset(0, None)
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        position = [rng.uniform(0.05, 0.35), rng.uniform(-0.25, 0.25), TABLE_TOP_Z + rng.uniform(0.1, 0.35)]
+        yaw = rng.uniform(-1.0, 1.0)
+        quat = [np.cos(yaw / 2), np.sin(yaw / 2), 0.0, 0.0]  # xyzw: pointing down, turned by yaw
+        result = backend.step(pose_action(position, quat))
+        assert "error" not in result.info
+        pose = observe(backend)["gripper_pose"]
+        assert np.linalg.norm(pose[:3] - position) < 0.01
+        assert abs(abs(np.dot(pose[3:], quat)) - 1.0) < 1e-3  # same rotation up to sign
+
+
+def test_delta_pose_and_joint_actions_move_as_commanded(backend_for):
+    delta = backend_for(absolute_mode=False)
+    delta.reset(0, None)
+    start = observe(delta)["gripper_pose"].copy()
+    delta.step(pose_action([0.05, -0.03, -0.08], [0, 0, 0, 1]))
+    np.testing.assert_allclose(observe(delta)["gripper_pose"][:3], start[:3] + [0.05, -0.03, -0.08], atol=0.01)
+
+    joints = backend_for(arm_mode="joint_position")
+    joints.reset(0, None)
+    target = HOME_QPOS + [0.04, -0.04, 0.03, 0.05, -0.03, 0.04, 0.05]
+    for _ in range(6):
+        joints.step(np.append(target, 1.0).astype(np.float32))
+    np.testing.assert_allclose(observe(joints)["joint_positions"], target, atol=0.01)
+
+    velocity = backend_for(arm_mode="joint_velocity")
+    velocity.reset(0, None)
+    for _ in range(10):
+        velocity.step(np.array([0.5, 0, 0, 0, 0, 0, 0, 1], np.float32))
+    assert 0.15 < observe(velocity)["joint_positions"][0] < 0.3  # 0.5 rad/s for 0.5 s, after an acceleration ramp
+
+
+def test_gripper_modes(backend_for):
+    discrete = backend_for()
+    discrete.reset(0, None)
+    assert observe(discrete)["gripper_open"] == 1.0
+    pose = observe(discrete)["gripper_pose"]
+    discrete.step(pose_action(pose[:3], pose[3:], gripper=0.0))
+    closed = observe(discrete)
+    assert closed["gripper_open"] == 0.0 and np.all(closed["gripper_joint_positions"] < 0.002)
+
+    positional = backend_for(arm_mode="joint_position", gripper_mode="joint_position")
+    positional.reset(0, None)
+    positional.step(np.append(HOME_QPOS, 0.02).astype(np.float32))
+    np.testing.assert_allclose(observe(positional)["gripper_joint_positions"], 0.02, atol=0.002)
+
+
+@pytest.mark.parametrize("action, error", [
+    (np.zeros(5, np.float32), "shape"),
+    (np.full(8, np.nan, np.float32), "NaN"),
+    (pose_action([0.2, 0.0, 1.0], [0.0, 0.5, 0.0, 0.5]), "non-unit quaternion"),
+    (pose_action([3.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0]), "outside the workspace"),
+    (pose_action([0.75, 0.0, 0.78], [1.0, 0.0, 0.0, 0.0]), "IK found no joint configuration"),
+])
+def test_invalid_actions_end_the_episode(backend_for, action, error):
+    backend = backend_for()
+    backend.reset(0, None)
+    before = observe(backend)["joint_positions"].copy()
+    result = backend.step(action)
+    assert (result.reward, result.terminated) == (0.0, True)
+    assert result.info["error"].startswith("InvalidActionError: ") and error in result.info["error"]
+    np.testing.assert_array_equal(observe(backend)["joint_positions"], before)  # nothing moved
+    backend.reset(1, None)
+    assert "error" not in backend.step(pose_action(*np.split(observe(backend)["gripper_pose"], [3]))).info
+
+
+# --- oracles (each task solvable) -----------------------------------------------------------------
+
+
+ACTION_MODES = [  # (arm_mode, absolute_mode, gripper_mode): every arm mode, both kinds of target and gripper
+    ("ik", True, "discrete"), ("ik", False, "discrete"), ("planning", True, "discrete"),
+    ("planning", False, "joint_position"), ("joint_position", True, "discrete"),
+    ("joint_position", False, "joint_position"), ("joint_velocity", True, "joint_position"),
+]
+
+
+@pytest.mark.parametrize("arm_mode, absolute, gripper_mode", ACTION_MODES)
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_oracle_solves_task(backend_for, task, arm_mode, absolute, gripper_mode):
+    backend = backend_for(task=task, arm_mode=arm_mode, absolute_mode=absolute, gripper_mode=gripper_mode)
+    successes = sum(run_oracle(backend, seed) for seed in range(ORACLE_EPISODES))
+    assert successes >= 0.9 * ORACLE_EPISODES, f"{task} in {arm_mode}: {successes}/{ORACLE_EPISODES}"
+
+
+def test_get_demos_stack_observations_and_actions(backend_for):
+    backend = backend_for(task="reach_target", cameras=("front",), modalities=("rgb",), image_size=(32, 24))
+    demos = backend.get_demos(2, seed=0)
+    assert len(demos) == 2
+    for demo in demos:
+        assert demo.success and demo.descriptions and 0 <= demo.variation_index < len(COLORS)
+        steps = len(demo.actions)
+        assert demo.actions.shape == (steps, 8) and steps >= 1
+        assert demo.observations["front_rgb"].shape == (steps + 1, 24, 32, 3)
+        assert demo.observations["task_low_dim_state"].shape == (steps + 1, 9)
+
+
+# --- rendering ------------------------------------------------------------------------------------
+
+
+def test_every_camera_sees_the_scene_and_the_wrist_view_moves(backend_for):
+    backend = backend_for(cameras=CAMERAS, modalities=("rgb", "mask"), image_size=(64, 64))
+    backend.reset(0, None)
+    before = {key: value.copy() for key, value in observe(backend).items()}
+    table = backend.sim.model.body("table").id
+    robot = {backend.sim.model.body(f"panda_link{i}").id for i in range(8)} | {backend.sim.model.body("panda_hand").id}
+    for camera in CAMERAS:
+        assert before[f"{camera}_rgb"].std() > 10, camera
+        seen = set(np.unique(before[f"{camera}_mask"]).astype(int))
+        assert table in seen or seen & robot, camera
+    backend.step(pose_action([0.3, 0.2, TABLE_TOP_Z + 0.15], [1.0, 0.0, 0.0, 0.0]))
+    after = observe(backend)
+    assert np.abs(after["wrist_rgb"].astype(int) - before["wrist_rgb"]).mean() > 5
+    assert backend.render_rgb("front").shape == (64, 64, 3)
+
+
+@pytest.mark.parametrize("depth_in_meters", [False, True])
+def test_depth_and_point_cloud_agree_with_the_table_plane(backend_for, depth_in_meters):
+    backend = backend_for(cameras=("overhead", "front"), modalities=("depth", "mask", "point_cloud"),
+                          image_size=(48, 40), depth_in_meters=depth_in_meters)
+    backend.reset(0, None)
+    obs = observe(backend)
+    table = backend.sim.model.body("table").id
+    for camera in ("overhead", "front"):
+        on_table = obs[f"{camera}_mask"] == table
+        assert on_table.mean() > 0.2, camera
+        cloud = obs[f"{camera}_point_cloud"][on_table]
+        np.testing.assert_allclose(cloud[:, 2], TABLE_TOP_Z, atol=0.005)
+        camera_pos = backend.sim.data.cam_xpos[backend.sim.model.cam(camera).id]
+        axis = -backend.sim.data.cam_xmat[backend.sim.model.cam(camera).id].reshape(3, 3)[:, 2]
+        metric = (cloud - camera_pos) @ axis  # distance along the optical axis
+        depth = obs[f"{camera}_depth"][on_table]
+        expected = metric if depth_in_meters else (metric - CAMERA_NEAR) / (CAMERA_FAR - CAMERA_NEAR)
+        np.testing.assert_allclose(depth, expected, rtol=1e-4, atol=1e-4)
+        assert obs[f"{camera}_depth"].dtype == np.float32 and obs[f"{camera}_point_cloud"].dtype == np.float64
+    if not depth_in_meters:
+        assert 0.0 <= obs["overhead_depth"].min() and obs["overhead_depth"].max() <= 1.0
+
+
+def test_only_requested_cameras_and_modalities_are_rendered(backend_for, monkeypatch):
+    import mujoco
+
+    backend = backend_for(cameras=("front", "wrist"), modalities=("depth",), image_size=(32, 32))
+    backend.reset(0, None)
+    drawn = []
+    original = mujoco.mjr_render
+    monkeypatch.setattr(mujoco, "mjr_render", lambda viewport, scene, context: (
+        drawn.append((scene.flags[mujoco.mjtRndFlag.mjRND_SEGMENT], viewport.left)), original(viewport, scene, context)))
+    obs = observe(backend)
+    assert sorted(obs) == sorted(["front_depth", "wrist_depth", *make_config().low_dim])
+    assert drawn == [(1, 0), (1, 32)]  # one flat pass, two cameras
+    low_dim_only = backend_for(cameras=(), modalities=("rgb",))
+    low_dim_only.reset(0, None)
+    drawn.clear()
+    observe(low_dim_only)
+    assert drawn == []
+
+
+# --- through the vector env -----------------------------------------------------------------------
+
+
+def test_vector_env_runs_the_mujoco_backend():
+    env = RLBenchVectorEnv(num_envs=2, task="reach_target", backend="mujoco", image_size=(32, 32),
+                           cameras=("front", "wrist"), arm_mode="joint_velocity")
+    try:
+        obs, info = env.reset(seed=0)
+        assert obs["front_rgb"].shape == (2, 32, 32, 3) and obs["task_low_dim_state"].shape == (2, 9)
+        assert len(info["descriptions"]) == 2
+        wrist = obs["wrist_rgb"].copy()
+        actions = np.zeros((2, 8), np.float32)
+        actions[:, 0], actions[:, 7] = 1.0, 1.0
+        for _ in range(5):
+            obs, reward, terminated, truncated, info = env.step(actions)
+        assert not terminated.any() and np.all(obs["joint_positions"][:, 0] > 0.05)
+        assert np.abs(obs["wrist_rgb"].astype(int) - wrist).mean() > 1
+        assert env.render("front").shape == (2, 32, 32, 3)
+    finally:
+        env.close()
