@@ -11,11 +11,12 @@ from .errors import (
     RLBenchVecError,
     WorkerError,
 )
+from .gym_env import RLBenchEnv, make_env
 from .vector_env import RLBenchVectorEnv
 
 __version__ = "0.1.0"
 __all__ = [
-    "RLBenchVectorEnv", "EnvConfig", "VectorConfig", "Demo", "CAMERAS", "MODALITIES",
+    "RLBenchVectorEnv", "RLBenchEnv", "make_env", "EnvConfig", "VectorConfig", "Demo", "CAMERAS", "MODALITIES",
     "RLBenchVecError", "ConfigError", "ActionError", "ClosedError", "BackendUnavailableError",
     "WorkerError", "RestartBudgetExceeded",
 ]

@@ -50,6 +50,7 @@ class Reply:
     ok: bool
     data: Any
     round_trip_s: float
+    times: tuple[float, float, float]  # the worker's exec_s, write_s, reset_s in this command
 
 
 @dataclass
@@ -70,7 +71,7 @@ class Poller:
         self._owners: dict[int, "WorkerHandle"] = {}
 
     def add(self, handle: "WorkerHandle") -> None:
-        for fd in (handle.conn.fileno(), handle.process.sentinel):
+        for fd in (handle.fd, handle.process.sentinel):
             self._poll.register(fd, select.POLLIN)
             self._owners[fd] = handle
 
@@ -95,6 +96,7 @@ class WorkerHandle:
         self.poller = poller
         self.process: Any = None
         self.conn: Any = None
+        self.fd = -1
         self.pending: Pending | None = None
         self.seq = 0
         self.restarts = 0
@@ -111,6 +113,7 @@ class WorkerHandle:
         self.process = process
         child_conn.close()  # only the child holds its end: its death is EOF here
         self.conn = parent_conn
+        self.fd = parent_conn.fileno()
         self.poller.add(self)
         self.seq = 0
         now = time.monotonic()
@@ -123,9 +126,9 @@ class WorkerHandle:
         self.pending = Pending(command, self.seq, now, now + timeout_s)
         try:
             if command == STEP:
-                send_command(self.conn.fileno(), command, self.seq, k=argument)
+                send_command(self.fd, command, self.seq, k=argument)
             else:
-                send_command(self.conn.fileno(), command, self.seq, payload=argument)
+                send_command(self.fd, command, self.seq, payload=argument)
         except (BrokenPipeError, ConnectionResetError, OSError):
             pass  # the worker is dead: receive() reports it
 
@@ -134,13 +137,13 @@ class WorkerHandle:
         (nothing yet, or a stale reply that was discarded)."""
         pending = self.pending
         try:
-            seq, status, data = read_reply(self.conn.fileno())
+            seq, status, times, data = read_reply(self.fd)
         except (EOFError, OSError):
             return Failure(self.spec.env_index, pending.command if pending else "idle", self._death_reason())
         if pending is None or seq != pending.seq:
             return None
         self.pending = None
-        return Reply(self.spec.env_index, pending.command, status != FAILED, data, time.monotonic() - pending.sent_at)
+        return Reply(self.spec.env_index, pending.command, status != FAILED, data, time.monotonic() - pending.sent_at, times)
 
     def _death_reason(self) -> str:
         self.process.join(timeout=1.0)

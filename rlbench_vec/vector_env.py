@@ -33,10 +33,12 @@ from .distributed import rank_seed, worker_cpus
 from .errors import ActionError, ClosedError, ConfigError, RestartBudgetExceeded, WorkerError
 from .spec import action_bounds, action_size, observation_spec
 from .supervisor import Failure, Poller, Reply, WorkerHandle
-from .worker import CALL, EXECUTED, RESET, REWARD, START, STEP, TERMINATED, TIMING_FIELDS, TRUNCATED, WorkerSpec
+from .worker import CALL, EXECUTED, RESET, REWARD, START, STEP, TERMINATED, TRUNCATED, WorkerSpec
 
 log = logging.getLogger("rlbench_vec")
 CLOSE_TIMEOUT_S = 10.0
+# per-env accounting columns, summed from replies (Python floats: no numpy on the per-reply path)
+ACCOUNTS = ("round_trip_s", "exec_s", "write_s", "reset_s", "resets", "errors")
 DEMO_SEED_STRIDE = 100_003  # env i's demos use seeds base + stride * i + episode: no overlap
 
 
@@ -186,7 +188,7 @@ class RLBenchVectorEnv(VectorEnv):
         arrays = self._resources.buffers.arrays
         self._obs = self._resources.buffers.group("obs")
         self._chunk_obs = self._resources.buffers.group("chunk_obs")
-        self._actions, self._outcome, self._timing = arrays["actions"], arrays["outcome"], arrays["timing"]
+        self._actions, self._outcome = arrays["actions"], arrays["outcome"]
 
         self._needs_reset = np.ones(n, dtype=bool)
         self._restart_noop = np.zeros(n, dtype=bool)
@@ -201,15 +203,15 @@ class RLBenchVectorEnv(VectorEnv):
             from .tensors import TensorConverter
 
             self._to_tensors = TensorConverter(self._obs, self.vector_config.device)
-        self._round_trip_s = [0.0] * n  # step and reset commands, for the IPC share of stats()
-        self._errors = [0] * n
-        self._stats_baseline = np.zeros((n, len(TIMING_FIELDS) + 3))
+        self._accounts = [[0.0] * len(ACCOUNTS) for _ in range(n)]
+        self._steps = np.zeros(n)  # executed actions
         self.start_time_s = 0.0
         try:
             self._start_workers(on_worker_ready)
         except BaseException:
             self._finalizer()
             raise
+        self._stats_baseline = self._stats_now()
         self.closed = False
 
     def _buffer_plan(self) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
@@ -220,7 +222,6 @@ class RLBenchVectorEnv(VectorEnv):
         plan.update({
             "actions": ((n, k, self._action_size), np.dtype(np.float32)),
             "outcome": ((n, 4, k), np.dtype(np.float64)),
-            "timing": ((n, len(TIMING_FIELDS)), np.dtype(np.float64)),
         })
         return plan
 
@@ -292,7 +293,7 @@ class RLBenchVectorEnv(VectorEnv):
                 return False
             return True
         if message.command != CALL:
-            self._round_trip_s[i] += message.round_trip_s
+            self._account(i, message)
         if restarting:
             if not message.ok:
                 self._restart(handle, f"reset after restart failed: {message.data[0]}")
@@ -307,7 +308,7 @@ class RLBenchVectorEnv(VectorEnv):
             return True
         if not message.ok:
             self._needs_reset[i] = True
-            self._errors[i] += 1
+            self._accounts[i][ACCOUNTS.index("errors")] += 1
             self._done[i] = Outcome(error=WorkerError(i, message.data[0], message.data[1]))
             return True
         if message.command == CALL:
@@ -335,6 +336,7 @@ class RLBenchVectorEnv(VectorEnv):
             )
         log.warning("env %d: %s; restarting its worker (restart %d)", i, reason, handle.restarts)
         self._restart_reason[i] = self._restart_reason.get(i, reason)
+        self._wait_for_gpu_copies()  # the new worker resets and writes its rows
         handle.start(vc.start_timeout_s)
 
     def _wait_for(self, env_ids: set[int], min_count: int, timeout: float | None) -> list[int]:
@@ -360,7 +362,7 @@ class RLBenchVectorEnv(VectorEnv):
     def _check_actions(self, actions: Any, count: int, chunked: bool) -> np.ndarray:
         """(count, A) or (count, K, A) floats -> float32 (count, K, A); gripper clipped to its bounds."""
         array = np.asarray(actions)
-        if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
+        if array.dtype.kind not in "fiu":
             raise ActionError(f"actions must be a real-valued array, got dtype {array.dtype}.")
         a = self._action_size
         expected = f"({count}, K, {a}) with 1 <= K <= max_chunk={self.vector_config.max_chunk}" if chunked else f"({count}, {a})"
@@ -373,7 +375,7 @@ class RLBenchVectorEnv(VectorEnv):
                 f"+ gripper_mode={self.env_config.gripper_mode!r}."
             )
         array = array.astype(np.float32, copy=False).reshape(count, -1, a)
-        if not np.isfinite(array).all():
+        if not np.isfinite(array.sum()) and not np.isfinite(array).all():  # a sum is cheaper; it overflows rarely
             rows = sorted({int(r) for r in np.argwhere(~np.isfinite(array))[:, 0]})
             raise ActionError(f"actions contain NaN or inf (rows {rows}); send finite values.")
         gripper = array[..., -1]
@@ -417,6 +419,7 @@ class RLBenchVectorEnv(VectorEnv):
             if len(seeds) != self.num_envs:
                 raise ConfigError(f"reset got {len(seeds)} seeds for {self.num_envs} envs; give one per env.")
         self._restart_noop[:] = False
+        self._wait_for_gpu_copies()
         for i, handle in enumerate(self._workers):
             self._awaiting[i] = (RESET, 1, False)
             handle.send(RESET, (seeds[i], options), self.vector_config.reset_timeout_s)
@@ -434,6 +437,7 @@ class RLBenchVectorEnv(VectorEnv):
         chunked = np.ndim(actions) == 3
         batch = self._check_actions(actions, len(ids), chunked)
         k = batch.shape[1]
+        self._wait_for_gpu_copies()
         if len(ids) == self.num_envs:
             self._actions[:, :k] = batch
         else:
@@ -500,8 +504,11 @@ class RLBenchVectorEnv(VectorEnv):
         rows = slice(None) if full else ids
         commands = [self._awaiting.pop(i) for i in ids.tolist()]
         outcomes = [self._done.pop(i) for i in ids.tolist()]
-        k = max(c[1] for c in commands)
+        widths = [c[1] for c in commands]
+        k = max(widths)
         block = self._outcome[rows, :, :k]
+        if min(widths) < k:  # mixed chunk sizes: columns past an env's own k are stale
+            block = np.where(np.arange(k) < np.array(widths)[:, None, None], block, 0.0)
         reward = block[:, REWARD].copy()
         flags = block[:, TERMINATED:] > 0  # one comparison for all three flag rows
         terminated, truncated, executed = (flags[:, row - TERMINATED] for row in (TERMINATED, TRUNCATED, EXECUTED))
@@ -514,6 +521,7 @@ class RLBenchVectorEnv(VectorEnv):
                     truncated[row, 0] = True
                     self._restart_noop[ids[row]] = True
         self._needs_reset[rows] = flags[:, : TRUNCATED - TERMINATED + 1].any(axis=(1, 2))
+        self._steps[rows] += executed.sum(axis=1)
         errors = [o.error for o in outcomes if o.error is not None]
         if errors:
             raise errors[0]
@@ -595,17 +603,28 @@ class RLBenchVectorEnv(VectorEnv):
         }
         return [demo for demos in self._call_each(calls) for demo in demos]
 
-    def _stats_now(self) -> np.ndarray:
-        extra = np.array([self._round_trip_s, [h.restarts for h in self._workers], self._errors], dtype=float).T
-        return np.concatenate([self._timing, extra], axis=1)
+    def _account(self, i: int, reply: Reply) -> None:
+        exec_s, write_s, reset_s = reply.times
+        account = self._accounts[i]
+        account[0] += reply.round_trip_s
+        account[1] += exec_s
+        account[2] += write_s
+        if reset_s:
+            account[3] += reset_s
+            account[4] += 1
+
+    def _stats_now(self) -> dict[str, np.ndarray]:
+        now = dict(zip(ACCOUNTS, np.array(self._accounts, dtype=float).T))
+        now["steps"] = self._steps.copy()
+        now["restarts"] = np.array([h.restarts for h in self._workers], dtype=float)
+        return now
 
     def stats(self) -> dict[str, np.ndarray]:
         """Per-env totals since start or reset_stats(): exec_s (backend steps), write_s (observation
         writes), reset_s, ipc_s (round trips of step/reset commands minus the worker's time in them:
         pipe, scheduling and main-process overhead), steps (executed actions), resets, restarts, errors."""
-        now = self._stats_now() - self._stats_baseline
-        out = {name: now[:, col] for col, name in enumerate(TIMING_FIELDS)}
-        round_trip, out["restarts"], out["errors"] = now[:, -3], now[:, -2], now[:, -1]
+        out = {key: value - self._stats_baseline[key] for key, value in self._stats_now().items()}
+        round_trip = out.pop("round_trip_s")
         out["ipc_s"] = np.maximum(0.0, round_trip - out["exec_s"] - out["write_s"] - out["reset_s"])
         return out
 
@@ -620,8 +639,15 @@ class RLBenchVectorEnv(VectorEnv):
     def shm_name(self) -> str | None:
         return None if self._resources.buffers is None else self._resources.buffers.name
 
+    def _wait_for_gpu_copies(self) -> None:
+        """With device="cuda", copies out of shared memory may still run: workers must not write yet."""
+        if self._to_tensors is not None:
+            self._to_tensors.wait_copies()
+
     def close(self, **kwargs: Any) -> None:
         """Stop every worker (and its Xvfb) and unlink the shared memory. Idempotent, bounded in time."""
+        if getattr(self, "_to_tensors", None) is not None:
+            self._to_tensors.close()  # unpin the block before it is unlinked
         if getattr(self, "_finalizer", None) is not None:
             self._finalizer()
         self.closed = True

@@ -26,11 +26,11 @@ COMMAND_CODES = {command: code for code, command in enumerate(COMMANDS)}
 OK, FAILED = 0, 1
 PR_SET_PDEATHSIG = 1
 COMMAND_HEADER = struct.Struct("<BxHII")  # command code, k (actions in a step), seq, payload size
-REPLY_HEADER = struct.Struct("<IBxxxI")  # seq, status, payload size
+REPLY_HEADER = struct.Struct("<IBxxxdddI")  # seq, status, exec_s, write_s, reset_s, payload size
 READ_SIZE = 1 << 16
 
 
-def _write_frame(fd: int, header: struct.Struct, *fields: int, payload: Any = None) -> None:
+def _write_frame(fd: int, header: struct.Struct, *fields: float, payload: Any = None) -> None:
     if payload is None:
         os.write(fd, header.pack(*fields, 0))  # a few bytes: one write, never partial
         return
@@ -67,13 +67,14 @@ def read_command(fd: int) -> tuple[str, int, int, Any]:
     return COMMANDS[code], k, seq, payload
 
 
-def send_reply(fd: int, seq: int, status: int, payload: Any = None) -> None:
-    _write_frame(fd, REPLY_HEADER, seq, status, payload=payload)
+def send_reply(fd: int, seq: int, status: int, payload: Any = None, times: tuple = (0.0, 0.0, 0.0)) -> None:
+    """times: the worker's seconds in this command: backend steps, observation writes, resets."""
+    _write_frame(fd, REPLY_HEADER, seq, status, *times, payload=payload)
 
 
-def read_reply(fd: int) -> tuple[int, int, Any]:
-    (seq, status), payload = _read_frame(fd, REPLY_HEADER)
-    return seq, status, payload
+def read_reply(fd: int) -> tuple[int, int, tuple[float, float, float], Any]:
+    (seq, status, *times), payload = _read_frame(fd, REPLY_HEADER)
+    return seq, status, tuple(times), payload
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,6 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="rlbench_vec-parent-watchdog", daemon=True).start()
 
 
-TIMING_FIELDS = ("exec_s", "write_s", "reset_s", "steps", "resets")
 REWARD, TERMINATED, TRUNCATED, EXECUTED = range(4)  # rows of an env's `outcome` block (4, max_chunk)
 
 
@@ -116,8 +116,9 @@ class EpisodeRunner:
     """Runs reset/step/chunks on the backend, with gymnasium's next-step autoreset and truncation.
 
     Per env, shared memory holds `outcome` (4, max_chunk): reward, terminated, truncated, executed
-    per action of the last command; and `timing`: cumulative TIMING_FIELDS, which outlive a
-    restarted worker, so counts carry over.
+    for the first k columns, k being the last command's action count (later columns are stale).
+    `times` collects the seconds of the current command (backend steps, observation writes,
+    resets); they travel in the reply's header.
     """
 
     def __init__(self, backend, buffers, spec: WorkerSpec, recorder=None):
@@ -133,24 +134,25 @@ class EpisodeRunner:
         ]
         self.actions = buffers.arrays["actions"][i]
         self.outcome = buffers.arrays["outcome"][i]
-        self.timing_row = buffers.arrays["timing"][i]
-        self.timing = [float(v) for v in self.timing_row]
+        self.times = [0.0, 0.0, 0.0]
         self.episode_over = True
         self.elapsed = 0
+
+    def take_times(self) -> tuple[float, float, float]:
+        times, self.times = tuple(self.times), [0.0, 0.0, 0.0]
+        return times
 
     def _write(self, out) -> None:
         start = time.perf_counter()
         self.backend.write_observation(out)
-        self.timing[1] += time.perf_counter() - start
+        self.times[1] += time.perf_counter() - start
 
     def reset(self, seed: int | None, options: dict | None) -> dict:
         start = time.perf_counter()
         info = self.backend.reset(seed, options)
-        self.timing[2] += time.perf_counter() - start
-        self.timing[4] += 1
+        self.times[2] += time.perf_counter() - start
         self._write(self.obs)
         self.episode_over, self.elapsed = False, 0
-        self.timing_row[:] = self.timing
         if self.recorder is not None:
             self.recorder.start_episode()
             self.recorder.capture(self.backend)
@@ -159,8 +161,9 @@ class EpisodeRunner:
     def step(self, k: int) -> dict | None:
         """Run up to k actions; stop at the episode's end. Next-step autoreset: a command that
         arrives after the episode ended resets instead and executes nothing."""
-        self.outcome[:] = 0.0
+        outcome = self.outcome
         if self.episode_over:
+            outcome[:, :k] = 0.0
             info = self.reset(None, None)
             info["autoreset"] = True
             return info
@@ -170,26 +173,26 @@ class EpisodeRunner:
             result = self.backend.step(self.actions[j])
             self.elapsed += 1
             truncated = self.elapsed >= self.max_steps and not result.terminated
-            self.outcome[:, j] = (result.reward, result.terminated, truncated, True)
+            outcome[:, j] = (result.reward, result.terminated, truncated, True)
             if result.info:
                 infos.update(result.info)
             self.episode_over = bool(result.terminated) or truncated
             if self.recorder is not None:
                 self.recorder.capture(self.backend)
             if self.chunk_slots is not None:
-                self.timing[0] += time.perf_counter() - start
+                self.times[0] += time.perf_counter() - start
                 self._write(self.chunk_slots[j])
                 start = time.perf_counter()
             if self.episode_over:
                 break
-        self.timing[0] += time.perf_counter() - start
-        self.timing[3] += j + 1
+        self.times[0] += time.perf_counter() - start
+        if j + 1 < k:
+            outcome[:, j + 1:k] = 0.0  # actions after the episode's end did not run
         if self.chunk_slots is None:
             self._write(self.obs)
         else:
             for key, view in self.obs.items():
                 view[...] = self.chunk_slots[j][key]
-        self.timing_row[:] = self.timing
         return infos or None
 
 
@@ -215,10 +218,10 @@ def serve(fd: int, runner: EpisodeRunner) -> None:
                 return
             else:
                 raise ValueError(f"unexpected command {command!r}")
-            send_reply(fd, seq, OK, data)
+            send_reply(fd, seq, OK, data, runner.take_times())
         except Exception as error:  # the main process decides what a backend error means
             runner.episode_over = True
-            send_reply(fd, seq, FAILED, failure(error))
+            send_reply(fd, seq, FAILED, failure(error), runner.take_times())
 
 
 def failure(error: BaseException) -> tuple[str, str]:

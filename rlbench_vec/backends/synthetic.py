@@ -36,6 +36,8 @@ PARETO_SHAPE = 2.5  # finite mean and variance, long tail
 def busy_wait(seconds: float) -> None:
     """Burn `seconds` of this thread's CPU time (not sleep, not wall time): the cost competes for
     cores like a simulator does, and a preempted worker still pays all of it."""
+    if seconds <= 0:
+        return
     end = time.thread_time() + seconds
     while time.thread_time() < end:
         pass

@@ -1,0 +1,175 @@
+"""Torch delivery of the engine's results (as_torch=True).
+
+CPU (device None or "cpu"): observations are torch tensors over the shared memory itself. The
+shared views never move, so their tensors are made once (torch.from_numpy) and handed out at every
+full-batch step: zero copies, and the same overwrite-in-place contract as the numpy views.
+Partial batches (recv) and copy_obs=True convert their fresh copies, again without copying.
+
+CUDA (device "cuda" or "cuda:N"): the observation slots, which lie back to back in the shared block,
+are registered once as pinned host memory (cudaHostRegister). A full batch then travels as one
+asynchronous DMA of that whole span, on a side stream, straight from the memory the workers wrote,
+into a fresh device buffer that the observation tensors view. Everything else (rewards, flags,
+partial batches) goes through torch's pinned staging on the same stream. The caller's current stream
+waits for the copy on the GPU, never on the host: the tensors are safe to use at once, the host goes
+back to the user's loop while the DMA runs, and info["cuda_event"] marks the copy's end for work on
+other streams (or event.synchronize() on the host). Before any worker may overwrite the shared slots
+(the next send/reset, a worker restart), the engine calls `wait_copies()`. If registering fails
+(e.g. a locked-memory limit), the span is staged through torch's pinned memory instead: one more
+host copy, still asynchronous and correct.
+
+Rewards, terminated, truncated, info["executed"] and info["chunk_observations"] become tensors too
+(on the device); the rest of info (masks, descriptions, env_id...) stays numpy.
+
+torch is an optional dependency: it is imported here only, when a converter is built.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import weakref
+from typing import Mapping
+
+import numpy as np
+
+from .errors import ConfigError
+
+log = logging.getLogger("rlbench_vec")
+
+
+def import_torch():
+    try:
+        import torch
+    except ImportError as error:
+        raise ConfigError("as_torch=True needs PyTorch: pip install torch (any CPU or CUDA build >= 2.1).") from error
+    return torch
+
+
+def address_span(arrays: Mapping[str, np.ndarray]) -> tuple[int, int]:
+    """(start address, size in bytes) of the smallest range holding every array."""
+    starts = [a.__array_interface__["data"][0] for a in arrays.values()]
+    ends = [start + a.nbytes for start, a in zip(starts, arrays.values())]
+    return min(starts), max(ends) - min(starts)
+
+
+def register_pinned(start: int, size: int) -> bool:
+    """Page-lock host memory [start, start + size) for CUDA DMA; False (and a log line) if refused."""
+    import torch
+
+    cudart = torch.cuda.cudart()
+    code = cudart.cudaHostRegister(start, size, 0)  # 0: cudaHostRegisterDefault
+    if code != cudart.cudaError.success:
+        log.warning("cudaHostRegister of the shared observations failed (%s): staging them through torch's "
+                    "pinned memory instead (one more host copy). Raising the locked-memory limit (ulimit -l) "
+                    "fixes it.", code)
+        return False
+    return True
+
+
+def unregister_pinned(start: int) -> None:
+    import torch
+
+    torch.cuda.cudart().cudaHostUnregister(start)
+
+
+class TensorConverter:
+    """Called by RLBenchVectorEnv on every (obs, reward, terminated, truncated, info) it returns."""
+
+    def __init__(self, views: Mapping[str, np.ndarray], device: str | None = None):
+        torch = import_torch()
+        self._torch = torch
+        self.device = torch.device(device or "cpu")
+        if self.device.type not in ("cpu", "cuda"):
+            raise ConfigError(f"device must be 'cpu' or 'cuda[:N]', got {device!r}.")
+        self._views = dict(views)
+        self._shared = {key: torch.from_numpy(view) for key, view in self._views.items()}  # made once
+        self._pending = None  # the torch.cuda.Event ending the last DMA that reads shared memory
+        self._unregister: weakref.finalize | None = None
+        self.pinned = False
+        if self.device.type == "cuda":
+            self._setup_cuda(device)
+
+    def _setup_cuda(self, device: str) -> None:
+        torch = self._torch
+        if not torch.cuda.is_available():
+            raise ConfigError(f"device={device!r} but torch.cuda is not available (CPU-only torch or no GPU).")
+        if self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        self._stream = torch.cuda.Stream(self.device)
+        start, size = address_span(self._views)
+        # The whole observation span as one byte tensor (the views held above keep the memory mapped),
+        # and where each key lies in it.
+        span = np.ctypeslib.as_array(ctypes.cast(start, ctypes.POINTER(ctypes.c_uint8)), shape=(size,))
+        self._host_span = torch.from_numpy(span)
+        self._layout = {key: (view.__array_interface__["data"][0] - start, view.nbytes, self._shared[key].dtype,
+                              view.shape) for key, view in self._views.items()}
+        self.pinned = register_pinned(start, size)
+        if self.pinned:  # unpin when the converter goes, even if close() is never called
+            self._unregister = weakref.finalize(self, unregister_pinned, start)
+
+    def __call__(self, result: tuple, full: bool) -> tuple:
+        obs, reward, terminated, truncated, info = result
+        info = dict(info)
+        # Full batches without copy_obs hand out the shared views themselves.
+        shared = full and all(value is self._views.get(key) for key, value in obs.items())
+        small = {"reward": reward, "terminated": terminated, "truncated": truncated}
+        if "executed" in info:
+            small["executed"] = info["executed"]
+        chunk_obs = info.get("chunk_observations")
+        if self.device.type == "cpu":
+            out = dict(self._shared) if shared else {k: self._torch.from_numpy(v) for k, v in obs.items()}
+            moved = {k: self._torch.from_numpy(v) for k, v in small.items()}
+            if chunk_obs is not None:
+                info["chunk_observations"] = {k: self._torch.from_numpy(v) for k, v in chunk_obs.items()}
+        else:
+            out, moved = self._copy_to_cuda(obs if not shared else None, small, chunk_obs, info)
+        if "executed" in moved:
+            info["executed"] = moved["executed"]
+        return out, moved["reward"], moved["terminated"], moved["truncated"], info
+
+    def _copy_to_cuda(self, copies: Mapping[str, np.ndarray] | None, small: Mapping[str, np.ndarray],
+                      chunk_obs: Mapping[str, np.ndarray] | None, info: dict) -> tuple[dict, dict]:
+        """All host-to-device copies of one result, asynchronous, on the side stream. copies: the
+        observations when they are not the shared views (partial batch, copy_obs), else None."""
+        torch = self._torch
+        current = torch.cuda.current_stream(self.device)
+        staged = lambda a: torch.from_numpy(np.ascontiguousarray(a)).pin_memory()  # pinned, so truly async
+        with torch.cuda.stream(self._stream):
+            # Allocated on the side stream, so the allocator orders reuse of their memory after this copy.
+            if copies is None:
+                span = torch.empty(self._host_span.shape, dtype=torch.uint8, device=self.device)
+                span.copy_(self._host_span if self.pinned else self._host_span.pin_memory(), non_blocking=True)
+                out = {key: span[offset:offset + size].view(dtype).view(shape)
+                       for key, (offset, size, dtype, shape) in self._layout.items()}
+                tensors = [span]
+            else:
+                out = {key: staged(value).to(self.device, non_blocking=True) for key, value in copies.items()}
+                tensors = list(out.values())
+            moved = {key: staged(value).to(self.device, non_blocking=True) for key, value in small.items()}
+            tensors += moved.values()
+            if chunk_obs is not None:
+                info["chunk_observations"] = {k: staged(v).to(self.device, non_blocking=True)
+                                              for k, v in chunk_obs.items()}
+                tensors += info["chunk_observations"].values()
+            event = torch.cuda.Event()
+            event.record(self._stream)
+        for tensor in tensors:
+            tensor.record_stream(current)  # freed later: the allocator waits for the user's work too
+        current.wait_event(event)  # GPU-side ordering: the host does not block
+        if copies is None and self.pinned:
+            self._pending = event  # this DMA reads the shared slots themselves
+        info["cuda_event"] = event
+        return out, moved
+
+    def wait_copies(self) -> None:
+        """Block until no copy still reads the shared observation slots. The engine calls this before
+        a worker may write them again (send, reset, restart)."""
+        if self._pending is not None:
+            self._pending.synchronize()
+            self._pending = None
+
+    def close(self) -> None:
+        """Finish the copies in flight and unpin the shared block (before it is unmapped)."""
+        self.wait_copies()
+        if self._unregister is not None:
+            self._unregister()

@@ -1,0 +1,57 @@
+"""Smoke tests of the examples with tiny budgets (seconds): they run end to end and write their
+results. The full runs and their numbers are in docs/ecosystem.md."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("mujoco") is None or importlib.util.find_spec("torch") is None,
+    reason="the examples need mujoco and torch",
+)
+TINY_PPO = ["--num-envs", "1", "--num-steps", "16", "--total-steps", "32", "--update-epochs", "1",
+            "--eval-episodes", "1", "--max-episode-steps", "5"]
+
+
+def run(command: list[str], timeout_s: float = 120) -> str:
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout_s)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_ppo_reach_runs_and_saves_its_curve(tmp_path):
+    out = tmp_path / "ppo"
+    stdout = run([sys.executable, "examples/ppo_reach.py", *TINY_PPO, "--out", str(out)])
+    assert "success rate: trained" in stdout
+    result = json.loads(out.with_suffix(".json").read_text())
+    assert result["world_size"] == 1 and len(result["curve"]) == 2
+    assert set(result["eval_success_rate"]) == {"trained_policy", "random_policy"}
+    assert (tmp_path / "ppo_curve.png").stat().st_size > 0
+
+
+def test_ppo_reach_under_torchrun(tmp_path):
+    out = tmp_path / "ppo"
+    run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+         "examples/ppo_reach.py", *TINY_PPO, "--out", str(out)])
+    result = json.loads(out.with_suffix(".json").read_text())
+    assert result["world_size"] == 2 and result["command"].startswith("torchrun --nproc_per_node 2")
+    assert result["curve"][-1]["env_steps"] == 32  # both ranks' steps count towards the budget
+
+
+def test_bc_from_demos_runs_and_saves_its_result(tmp_path):
+    out = tmp_path / "bc.json"
+    stdout = run([sys.executable, "examples/bc_from_demos.py", "--num-envs", "1", "--demos", "2", "--epochs", "2",
+                  "--eval-episodes", "1", "--out", str(out)])
+    assert "success rate: behaviour cloning" in stdout
+    result = json.loads(out.read_text())
+    assert result["demos"]["collected"] == 2
+    assert set(result["eval_success_rate"]) == {"behaviour_cloning", "random_policy"}
