@@ -75,6 +75,7 @@ class EnvConfig:
     """What one environment is. Field names follow RLBench's ObservationConfig and action modes.
 
     image_size is (width, height) as in RLBench; image arrays are (height, width, ...).
+    `validated()` resolves backend="auto" and low_dim=None, so a validated config names both.
     """
 
     task: str = "reach_target"
@@ -82,7 +83,7 @@ class EnvConfig:
     cameras: tuple[str, ...] = CAMERAS
     image_size: tuple[int, int] = (128, 128)
     modalities: tuple[str, ...] = ("rgb", "depth", "mask")
-    low_dim: tuple[str, ...] = DEFAULT_LOW_DIM
+    low_dim: tuple[str, ...] | None = None  # None: the backend's default (Backend.default_low_dim)
     depth_in_meters: bool = False
     arm_mode: str = "ik"
     absolute_mode: bool = True
@@ -103,14 +104,17 @@ class EnvConfig:
             )
         if self.max_episode_steps < 1:
             raise ConfigError(f"max_episode_steps must be >= 1, got {self.max_episode_steps}.")
+        from .backends import backend_class, resolve_backend  # the registry imports this module
+
+        config = replace(self, task=snake_case(self.task),
+                         backend=resolve_backend(_choose("backend", self.backend, BACKENDS)))
+        low_dim = backend_class(config.backend).default_low_dim(config) if self.low_dim is None else self.low_dim
         return replace(
-            self,
-            task=snake_case(self.task),
-            backend=_choose("backend", self.backend, BACKENDS),
+            config,
             cameras=_choose_all("camera", self.cameras, CAMERAS),
             image_size=size,
             modalities=_choose_all("modality", self.modalities, MODALITIES),
-            low_dim=_choose_all("low-dim field", self.low_dim, LOW_DIM_FIELDS),
+            low_dim=_choose_all("low-dim field", low_dim, LOW_DIM_FIELDS),
             arm_mode=_choose("arm_mode", self.arm_mode, ARM_MODES),
             gripper_mode=_choose("gripper_mode", self.gripper_mode, GRIPPER_MODES),
             backend_options=dict(self.backend_options),

@@ -25,9 +25,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from . import shm
-from .backends import backend_class, resolve_backend
+from .backends import backend_class
 from .backends.base import Backend, Demo
-from .config import CAMERAS, DEFAULT_LOW_DIM, EnvConfig, VectorConfig, VideoConfig
+from .config import CAMERAS, EnvConfig, VectorConfig, VideoConfig
 from .display import check_display
 from .distributed import rank_seed, worker_cpus
 from .errors import ActionError, ClosedError, ConfigError, RestartBudgetExceeded, WorkerError
@@ -110,7 +110,7 @@ class RLBenchVectorEnv(VectorEnv):
         cameras: Sequence[str] = CAMERAS,
         image_size: tuple[int, int] = (128, 128),
         modalities: Sequence[str] = ("rgb", "depth", "mask"),
-        low_dim: Sequence[str] = DEFAULT_LOW_DIM,
+        low_dim: Sequence[str] | None = None,
         arm_mode: str = "ik",
         absolute_mode: bool = True,
         gripper_mode: str = "discrete",
@@ -136,7 +136,7 @@ class RLBenchVectorEnv(VectorEnv):
     ):
         env_config = EnvConfig(
             task=task, backend=backend, cameras=tuple(cameras), image_size=tuple(image_size),
-            modalities=tuple(modalities), low_dim=tuple(low_dim), arm_mode=arm_mode,
+            modalities=tuple(modalities), low_dim=None if low_dim is None else tuple(low_dim), arm_mode=arm_mode,
             absolute_mode=absolute_mode, gripper_mode=gripper_mode, max_episode_steps=max_episode_steps,
             depth_in_meters=depth_in_meters, renderer=renderer, backend_options=backend_options or {},
         )
@@ -162,7 +162,6 @@ class RLBenchVectorEnv(VectorEnv):
     def _setup(self, env_config: EnvConfig, vector_config: VectorConfig, on_worker_ready) -> None:
         self.closed = True  # until every worker is up
         config = env_config.validated()
-        config = replace(config, backend=resolve_backend(config.backend))
         backend_type = backend_class(config.backend)
         backend_type.validate(config)
         if vector_config.video is not None and backend_type.render_rgb is Backend.render_rgb:

@@ -222,7 +222,10 @@ def test_unknown_task_and_options_fail_in_the_main_process(double, rlbench_env):
     with pytest.raises(ConfigError, match=r"unknown rlbench backend_options \['colour'\]; allowed: .*robot_setup"):
         rlbench_env(backend_options={"colour": "red"})
     with pytest.raises(ConfigError, match=r"Pass backend_options=\{'task_state_size': N\}"):
-        rlbench_env(task="open_drawer")
+        rlbench_env(task="open_drawer", low_dim=("gripper_open", "task_low_dim_state"))
+    # by default a task whose state length is unknown up front is observed without it
+    assert "task_low_dim_state" not in EnvConfig(task="open_drawer", backend="rlbench").validated().low_dim
+    assert "task_low_dim_state" in EnvConfig(task="reach_target", backend="rlbench").validated().low_dim
     with pytest.raises(ConfigError, match="defines no reward.*reach_target"):
         rlbench_env(task="open_drawer", low_dim=("gripper_open",), backend_options={"shaped_rewards": True})
     with pytest.raises(ConfigError, match="needs visual_randomization_config"):

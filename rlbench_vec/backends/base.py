@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
-from ..config import EnvConfig
+from ..config import DEFAULT_LOW_DIM, EnvConfig
 
 
 @dataclass
@@ -52,6 +52,11 @@ class Backend(ABC):
     @abstractmethod
     def task_state_size(cls, config: EnvConfig) -> int:
         """Length of task_low_dim_state for config.task, known without starting the simulator."""
+
+    @classmethod
+    def default_low_dim(cls, config: EnvConfig) -> tuple[str, ...]:
+        """The low-dim fields observed when the user names none."""
+        return DEFAULT_LOW_DIM
 
     @classmethod
     def needs_display(cls, config: EnvConfig) -> bool:

@@ -32,7 +32,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..config import CAMERAS, LOW_DIM_FIELDS, EnvConfig
+from ..config import CAMERAS, DEFAULT_LOW_DIM, LOW_DIM_FIELDS, EnvConfig
 from ..errors import BackendUnavailableError, ConfigError
 from .base import Backend, Demo, StepResult
 
@@ -148,6 +148,15 @@ class RLBenchBackend(Backend):
             "CoppeliaSim has loaded it. Pass backend_options={'task_state_size': N}: a wrong N makes the first "
             "reset fail with a message giving the right one. Or leave 'task_low_dim_state' out of low_dim."
         )
+
+    @classmethod
+    def default_low_dim(cls, config: EnvConfig) -> tuple[str, ...]:
+        """The usual fields, with task_low_dim_state only where its length is known up front."""
+        try:
+            cls.task_state_size(config)
+        except ConfigError:
+            return tuple(name for name in DEFAULT_LOW_DIM if name != "task_low_dim_state")
+        return DEFAULT_LOW_DIM
 
     @classmethod
     def needs_display(cls, config: EnvConfig) -> bool:
