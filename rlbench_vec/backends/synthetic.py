@@ -118,16 +118,20 @@ class SyntheticBackend(Backend):
     def _classify(self, out: Mapping[str, np.ndarray]) -> None:
         """Sort the output views once per output dict: images are stamped, low-dim fields rewritten."""
         self._bound = out
-        self._images = [a.reshape(-1) for k, a in out.items() if k.endswith(_IMAGE_SUFFIXES)]
+        images = {k: a.reshape(-1) for k, a in out.items() if k.endswith(_IMAGE_SUFFIXES)}
+        self._images = list(images.values())
+        first_per_camera = {k.rsplit("_", 1)[0].removesuffix("_point"): flat for k, flat in reversed(images.items())}
+        self._stamped = list(first_per_camera.values())
         low_dim = {k: a for k, a in out.items() if not k.endswith(_IMAGE_SUFFIXES)}
         self._joints = [low_dim.pop(k) for k in ("joint_positions",) if k in low_dim]
         self._task_state = [low_dim.pop(k) for k in ("task_low_dim_state",) if k in low_dim]
         self._low_dim = list(low_dim.values())
 
     def write_observation(self, out: Mapping[str, np.ndarray]) -> None:
-        """Images are filled with noise at reset and stamped each step (so every step changes
-        them); low-dim fields are rewritten each step (task_low_dim_state holds the episode's step
-        count): all in place, like a simulator rendering."""
+        """Images are filled with noise at reset; each step stamps the step count into the first
+        pixel of each camera's first image (so every step changes the observation) and rewrites the
+        low-dim fields (task_low_dim_state holds the episode's step count): all in place, like a
+        simulator rendering."""
         if out is not self._bound:
             self._classify(out)
         if self.images_stale:
@@ -135,7 +139,7 @@ class SyntheticBackend(Backend):
                 flat[:] = self.rng.integers(0, 256, flat.size) if flat.dtype == np.uint8 else self.rng.random(flat.size)
             self.images_stale = False
         stamp, value = self.steps % 256, self.steps * 1e-3
-        for flat in self._images:
+        for flat in self._stamped:
             flat[0] = stamp
         for array in self._joints:
             array[:] = self.joints
