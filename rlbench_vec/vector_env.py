@@ -33,7 +33,8 @@ from .distributed import rank_seed, worker_cpus
 from .errors import ActionError, ClosedError, ConfigError, RestartBudgetExceeded, WorkerError
 from .spec import action_bounds, action_size, observation_spec
 from .supervisor import Failure, Poller, Reply, WorkerHandle
-from .worker import CALL, EXECUTED, RESET, REWARD, START, STEP, TERMINATED, TRUNCATED, WorkerSpec
+from .spec import ArraySpec
+from .worker import CALL, CLOSE, EXECUTED, RESET, REWARD, START, STEP, TERMINATED, TRUNCATED, WorkerSpec
 
 log = logging.getLogger("rlbench_vec")
 CLOSE_TIMEOUT_S = 10.0
@@ -52,7 +53,7 @@ class Outcome:
     data: Any = None
 
 
-def _space(spec: shm.Field | Any) -> gym.spaces.Box:
+def _space(spec: ArraySpec) -> gym.spaces.Box:
     if spec.dtype == np.uint8:
         return gym.spaces.Box(0, 255, spec.shape, np.uint8)
     return gym.spaces.Box(-np.inf, np.inf, spec.shape, spec.dtype)
@@ -86,7 +87,7 @@ class _Resources:
             if handle.pending is not None:
                 handle.kill()  # its result would be discarded; do not wait for a slow step to finish
             elif handle.process is not None and handle.process.is_alive():
-                handle.send("close", None, CLOSE_TIMEOUT_S)
+                handle.send(CLOSE, None, CLOSE_TIMEOUT_S)
         deadline = time.monotonic() + CLOSE_TIMEOUT_S
         for handle in self.handles:
             handle.stop(max(0.0, deadline - time.monotonic()))
@@ -97,7 +98,18 @@ class _Resources:
 
 
 class RLBenchVectorEnv(VectorEnv):
-    """N RLBench-style environments in N worker processes, observations in shared memory."""
+    """N RLBench-style environments in N worker processes, observations in shared memory.
+
+    Environment (EnvConfig, the same in every worker): task (RLBench name, snake_case or CamelCase),
+    backend ("auto", "rlbench", "mujoco", "synthetic"), cameras, image_size (width, height),
+    modalities (rgb, depth, mask, point_cloud), low_dim (None: the backend's default),
+    arm_mode ("ik", "planning", "joint_velocity", "joint_position"), absolute_mode, gripper_mode
+    ("discrete", "joint_position"), max_episode_steps, depth_in_meters, renderer, backend_options.
+    Engine (VectorConfig): num_envs, seed, copy_obs, max_chunk, chunk_obs ("last" or "all"),
+    step_timeout_s (per action), reset_timeout_s, start_timeout_s, max_restarts_per_env,
+    max_restarts_total, display, cpu_affinity, record (True or a VideoConfig), as_torch, device.
+    on_worker_ready(ready, total) is called as workers come up (start-up can take minutes).
+    """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
     render_mode = "rgb_array"
