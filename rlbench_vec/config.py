@@ -39,6 +39,7 @@ ARM_MODES = ("ik", "planning", "joint_velocity", "joint_position")
 GRIPPER_MODES = ("discrete", "joint_position")
 BACKENDS = ("auto", "rlbench", "mujoco", "synthetic")
 CHUNK_OBS = ("last", "all")
+MAX_CHUNK = 65535  # a step command carries K in 16 bits
 
 
 def snake_case(name: str) -> str:
@@ -191,8 +192,10 @@ class VectorConfig:
     def validated(self) -> "VectorConfig":
         if not isinstance(self.num_envs, int) or self.num_envs < 1:
             raise ConfigError(f"num_envs must be an integer >= 1, got {self.num_envs!r}.")
-        if not isinstance(self.max_chunk, int) or self.max_chunk < 1:
-            raise ConfigError(f"max_chunk must be an integer >= 1, got {self.max_chunk!r}.")
+        if self.seed is not None and (not isinstance(self.seed, int) or self.seed < 0):
+            raise ConfigError(f"seed must be an integer >= 0 or None, got {self.seed!r}.")
+        if not isinstance(self.max_chunk, int) or not 1 <= self.max_chunk <= MAX_CHUNK:
+            raise ConfigError(f"max_chunk must be an integer in [1, {MAX_CHUNK}], got {self.max_chunk!r}.")
         _choose("chunk_obs", self.chunk_obs, CHUNK_OBS)
         for name in ("step_timeout_s", "reset_timeout_s", "start_timeout_s"):
             if getattr(self, name) <= 0:

@@ -14,12 +14,10 @@ Settings (VectorConfig.display):
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import select
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -28,13 +26,13 @@ import time
 from typing import BinaryIO
 
 from .errors import BackendUnavailableError, ConfigError
+from .worker import parent_death_signal
 
 PER_PROCESS_ENV = "RLBENCH_PER_PROCESS_XVFB"
 XVFB_ARGS = ("-nolisten", "tcp", "-screen", "0", "1280x1024x24", "+extension", "GLX", "+render", "-noreset")
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 5.0
 LOG_LIMIT = 4000  # bytes of Xvfb's output (its end) quoted in an error
-PR_SET_PDEATHSIG = 1
 OWN_XVFB = "<own Xvfb>"  # a setting that means: start one for this worker (never a display name)
 _DISPLAY_NAME = re.compile(r"^[\w.-]*:\d+(\.\d+)?$")  # [host]:display[.screen]
 
@@ -130,11 +128,11 @@ def _start_in_own_group_dying_with(parent_pid: int):
     """A preexec_fn for the Xvfb child: SIGKILL it when its parent dies (even by SIGKILL: the kernel
     sends PR_SET_PDEATHSIG when the thread that forked it exits, so call this from the worker's main
     thread), and give it its own process group so a Ctrl-C in the terminal does not reach it first."""
-    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before fork: the child only calls it
+    arm_parent_death_signal = parent_death_signal()  # looked up before fork: the child only calls it
 
     def preexec() -> None:
         os.setpgid(0, 0)
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        arm_parent_death_signal()
         if os.getppid() != parent_pid:  # the parent died before the signal was armed
             os._exit(1)
 

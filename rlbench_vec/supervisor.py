@@ -11,14 +11,16 @@ import multiprocessing as mp
 import os
 import select
 import signal
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
-from .worker import FAILED, START, STEP, THREAD_VARS, WorkerSpec, read_reply, send_command, worker_main
+from .worker import CLOSE, FAILED, START, THREAD_VARS, WorkerSpec, read_reply, send_command, worker_main
 
 _CONTEXT = mp.get_context("spawn")
+MAX_POLL_MS = 2**31 - 1  # poll() takes a C int; longer waits (or inf) just wake up and wait again
 
 
 @contextmanager
@@ -45,7 +47,6 @@ class Pending:
 
 @dataclass(slots=True)
 class Reply:
-    env_index: int
     command: str
     ok: bool
     data: Any
@@ -55,9 +56,8 @@ class Reply:
 
 @dataclass
 class Failure:
-    """A worker died or missed its deadline while running `command`."""
+    """A worker died while running `command`."""
 
-    env_index: int
     command: str
     reason: str
 
@@ -82,7 +82,7 @@ class Poller:
 
     def wait(self, timeout_s: float | None) -> list["WorkerHandle"]:
         """Block (no spinning) until a worker has something to read or died; [] on timeout."""
-        timeout_ms = None if timeout_s is None or math.isinf(timeout_s) else math.ceil(timeout_s * 1000)
+        timeout_ms = None if timeout_s is None else math.ceil(min(timeout_s * 1000, MAX_POLL_MS))
         ready = {}
         for fd, _ in self._poll.poll(timeout_ms):
             handle = self._owners[fd]
@@ -104,7 +104,8 @@ class WorkerHandle:
     def start(self, timeout_s: float) -> None:
         """Spawn the process; its START reply arrives when the backend is ready."""
         parent_conn, child_conn = _CONTEXT.Pipe(duplex=True)
-        spec = replace(self.spec, parent_pid=os.getpid())
+        spec = replace(self.spec, parent_pid=os.getpid(),
+                       parent_is_main_thread=threading.current_thread() is threading.main_thread())
         process = _CONTEXT.Process(
             target=worker_main, args=(spec, child_conn), name=f"rlbench_vec-worker-{spec.env_index}", daemon=True
         )
@@ -119,18 +120,16 @@ class WorkerHandle:
         now = time.monotonic()
         self.pending = Pending(START, 0, now, now + timeout_s)
 
-    def send(self, command: str, argument: Any, timeout_s: float) -> None:
+    def send(self, command: str, timeout_s: float, k: int = 0, body: bytes = b"") -> None:
+        """body: the command's pickled argument (worker.dumps), made before anything is committed."""
         assert self.pending is None, f"env {self.spec.env_index} already runs {self.pending}"
         self.seq += 1
         now = time.monotonic()
         self.pending = Pending(command, self.seq, now, now + timeout_s)
         try:
-            if command == STEP:
-                send_command(self.fd, command, self.seq, k=argument)
-            else:
-                send_command(self.fd, command, self.seq, payload=argument)
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            pass  # the worker is dead: receive() reports it
+            send_command(self.fd, command, self.seq, k, body)
+        except OSError:
+            pass  # the worker is dead (broken pipe, reset): receive() reports it
 
     def receive(self) -> Reply | Failure | None:
         """Read one message if there is one: the pending command's reply, a Failure, or None
@@ -139,11 +138,11 @@ class WorkerHandle:
         try:
             seq, status, times, data = read_reply(self.fd)
         except (EOFError, OSError):
-            return Failure(self.spec.env_index, pending.command if pending else "idle", self._death_reason())
+            return Failure(pending.command if pending else "idle", self._death_reason())
         if pending is None or seq != pending.seq:
             return None
         self.pending = None
-        return Reply(self.spec.env_index, pending.command, status != FAILED, data, time.monotonic() - pending.sent_at, times)
+        return Reply(pending.command, status != FAILED, data, time.monotonic() - pending.sent_at, times)
 
     def _death_reason(self) -> str:
         self.process.join(timeout=1.0)
@@ -166,14 +165,14 @@ class WorkerHandle:
             self.process.join(timeout=5.0)
         if self.conn is not None:
             self.conn.close()
-        self.pending = None
+        self.conn, self.fd, self.pending = None, -1, None
 
     def stop(self, timeout_s: float) -> None:
         """Ask the worker to close its backend; kill it if it does not finish within timeout_s."""
         if self.process is None:
             return
         if self.process.is_alive() and self.pending is None:
-            self.send("close", None, timeout_s)
+            self.send(CLOSE, timeout_s)
         self.process.join(timeout=timeout_s)
         self.kill()
         self.process = None

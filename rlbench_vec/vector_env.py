@@ -31,16 +31,15 @@ from .config import CAMERAS, EnvConfig, VectorConfig, VideoConfig
 from .display import check_display
 from .distributed import rank_seed, worker_cpus
 from .errors import ActionError, ClosedError, ConfigError, RestartBudgetExceeded, WorkerError
-from .spec import action_bounds, action_size, observation_spec
+from .spec import ArraySpec, action_bounds, action_size, observation_spec
 from .supervisor import Failure, Poller, Reply, WorkerHandle
-from .spec import ArraySpec
-from .worker import CALL, CLOSE, EXECUTED, RESET, REWARD, START, STEP, TERMINATED, TRUNCATED, WorkerSpec
+from .worker import CALL, CLOSE, EXECUTED, RESET, REWARD, START, STEP, TERMINATED, TRUNCATED, WorkerSpec, dumps
 
 log = logging.getLogger("rlbench_vec")
 CLOSE_TIMEOUT_S = 10.0
 # per-env accounting columns, summed from replies (Python floats: no numpy on the per-reply path)
 ACCOUNTS = ("round_trip_s", "exec_s", "write_s", "reset_s", "resets", "errors")
-DEMO_SEED_STRIDE = 100_003  # env i's demos use seeds base + stride * i + episode: no overlap
+DEMO_SEED_STRIDE = 100_003  # a worker's demo seeds: base + stride * (call * num_envs + env)
 
 
 @dataclass(slots=True)
@@ -57,6 +56,14 @@ def _space(spec: ArraySpec) -> gym.spaces.Box:
     if spec.dtype == np.uint8:
         return gym.spaces.Box(0, 255, spec.shape, np.uint8)
     return gym.spaces.Box(-np.inf, np.inf, spec.shape, spec.dtype)
+
+
+def _pickled(payload: Any, what: str) -> bytes:
+    """The payload as it travels to a worker; a clear error before anything is sent if it cannot."""
+    try:
+        return dumps(payload)
+    except Exception as error:
+        raise ConfigError(f"{what} must be picklable to reach the workers: {type(error).__name__}: {error}") from None
 
 
 def _merge_infos(infos: Sequence[dict[str, Any] | None]) -> dict[str, Any]:
@@ -87,7 +94,7 @@ class _Resources:
             if handle.pending is not None:
                 handle.kill()  # its result would be discarded; do not wait for a slow step to finish
             elif handle.process is not None and handle.process.is_alive():
-                handle.send(CLOSE, None, CLOSE_TIMEOUT_S)
+                handle.send(CLOSE, CLOSE_TIMEOUT_S)
         deadline = time.monotonic() + CLOSE_TIMEOUT_S
         for handle in self.handles:
             handle.stop(max(0.0, deadline - time.monotonic()))
@@ -208,16 +215,17 @@ class RLBenchVectorEnv(VectorEnv):
         self._restart_reason: dict[int, str] = {}
         self._restarts_total = 0
         self._first_reset = True
+        self._demo_calls = 0
         self._seed = rank_seed(self.vector_config.seed, n)
         self._to_tensors = None
-        if self.vector_config.as_torch:
-            from .tensors import TensorConverter
-
-            self._to_tensors = TensorConverter(self._obs, self.vector_config.device)
         self._accounts = [[0.0] * len(ACCOUNTS) for _ in range(n)]
         self._steps = np.zeros(n)  # executed actions
         self.start_time_s = 0.0
         try:
+            if self.vector_config.as_torch:  # inside the try: no torch or no GPU must not leak the block
+                from .tensors import TensorConverter
+
+                self._to_tensors = TensorConverter(self._obs, self.vector_config.device)
             self._start_workers(on_worker_ready)
         except BaseException:
             self._finalizer()
@@ -294,7 +302,8 @@ class RLBenchVectorEnv(VectorEnv):
         restarting = i in self._restart_reason
         if message.command == START:
             if message.ok and restarting:
-                handle.send(RESET, (self._restart_seed(i, handle.restarts), None), self.vector_config.reset_timeout_s)
+                body = dumps((self._restart_seed(i, handle.restarts), None))
+                handle.send(RESET, self.vector_config.reset_timeout_s, body=body)
                 return False
             if not message.ok:
                 error = WorkerError(i, f"worker failed to start: {message.data[0]}", message.data[1])
@@ -318,7 +327,7 @@ class RLBenchVectorEnv(VectorEnv):
             self._done[i] = outcome
             return True
         if not message.ok:
-            self._needs_reset[i] = True
+            self._needs_reset[i] |= message.command != CALL  # a failed call leaves the episode as it was
             self._accounts[i][ACCOUNTS.index("errors")] += 1
             self._done[i] = Outcome(error=WorkerError(i, message.data[0], message.data[1]))
             return True
@@ -339,11 +348,12 @@ class RLBenchVectorEnv(VectorEnv):
         self._restarts_total += 1
         vc = self.vector_config
         if handle.restarts > vc.max_restarts_per_env or self._restarts_total > vc.max_restarts_total:
+            self.close()  # a half-dead env could only hang later calls
             raise RestartBudgetExceeded(
                 f"env {i}: {reason}; restarts so far: {handle.restarts} for this env, {self._restarts_total} in "
                 f"total (limits max_restarts_per_env={vc.max_restarts_per_env}, max_restarts_total="
                 f"{vc.max_restarts_total}). The simulator keeps failing: check the worker's stderr above, "
-                "or raise the limits."
+                "or raise the limits. This vector env is closed."
             )
         log.warning("env %d: %s; restarting its worker (restart %d)", i, reason, handle.restarts)
         self._restart_reason[i] = self._restart_reason.get(i, reason)
@@ -404,36 +414,41 @@ class RLBenchVectorEnv(VectorEnv):
             raise ConfigError(f"env_ids must be distinct integers in [0, {self.num_envs}), got {env_ids!r}.")
         return ids
 
-    def _drain(self) -> None:
-        """Finish and discard every command in flight and every restart (reset and call start from
-        a clean slate)."""
-        self._wait_for(set(self._awaiting), len(self._awaiting), None)
+    def _finish_restarts(self) -> None:
         while self._restart_reason:
             self._pump(None)
-        self._done.clear()
-        self._awaiting.clear()
 
-    def reset(self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
-        """Reset every env. seed: int -> env i gets seed + i (+ RANK * num_envs under torchrun, so
-        ranks never share seeds); a list gives one seed per env, verbatim; None uses the constructor's
-        seed on the first reset and continues each env's random stream afterwards."""
-        self._check_open()
-        self._drain()
+    def _reset_seeds(self, seed: int | Sequence[int] | None) -> list[int | None]:
         if seed is None and self._first_reset:
             seed = self.vector_config.seed
-        self._first_reset = False
         if seed is None or isinstance(seed, (int, np.integer)):
             base = rank_seed(None if seed is None else int(seed), self.num_envs)
             seeds = [None if base is None else base + i for i in range(self.num_envs)]
         else:
-            seeds = [int(s) for s in seed]
+            seeds = list(seed)
             if len(seeds) != self.num_envs:
                 raise ConfigError(f"reset got {len(seeds)} seeds for {self.num_envs} envs; give one per env.")
+        if not all(s is None or (isinstance(s, (int, np.integer)) and s >= 0) for s in seeds):
+            raise ConfigError(f"seeds must be integers >= 0 (or None), got {seed!r}.")
+        return [None if s is None else int(s) for s in seeds]
+
+    def reset(self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
+        """Reset every env. seed: int -> env i gets seed + i (+ RANK * num_envs under torchrun, so
+        ranks never share seeds); a list gives one seed per env, verbatim; None uses the constructor's
+        seed on the first reset and continues each env's random stream afterwards. Commands still in
+        flight are finished and their results discarded."""
+        self._check_open()
+        bodies = [_pickled((s, options), "reset options") for s in self._reset_seeds(seed)]
+        self._wait_for(set(self._awaiting), len(self._awaiting), None)
+        self._finish_restarts()
+        self._done.clear()
+        self._awaiting.clear()
+        self._first_reset = False
         self._restart_noop[:] = False
         self._wait_for_gpu_copies()
         for i, handle in enumerate(self._workers):
             self._awaiting[i] = (RESET, 1, False)
-            handle.send(RESET, (seeds[i], options), self.vector_config.reset_timeout_s)
+            handle.send(RESET, self.vector_config.reset_timeout_s, body=bodies[i])
         ids = self._wait_for(set(range(self.num_envs)), self.num_envs, None)
         obs, _, _, _, info = self._collect(np.asarray(ids))
         return obs, info
@@ -449,7 +464,7 @@ class RLBenchVectorEnv(VectorEnv):
         batch = self._check_actions(actions, len(ids), chunked)
         k = batch.shape[1]
         self._wait_for_gpu_copies()
-        if len(ids) == self.num_envs:
+        if env_ids is None:
             self._actions[:, :k] = batch
         else:
             self._actions[ids, :k] = batch
@@ -465,7 +480,7 @@ class RLBenchVectorEnv(VectorEnv):
                 self._outcome[i] = 0.0
                 self._done[i] = Outcome(info={"autoreset": True})
                 continue
-            self._workers[i].send(STEP, k, reset_timeout if needs_reset else step_timeout)
+            self._workers[i].send(STEP, reset_timeout if needs_reset else step_timeout, k=k)
 
     def recv(self, min_envs: int | None = None, timeout: float | None = None):
         """Results of at least min_envs (default: all in flight) of the envs sent to, whichever finish
@@ -488,6 +503,9 @@ class RLBenchVectorEnv(VectorEnv):
 
     def step_wait(self, timeout: float | None = None):
         self._check_open()
+        if len(self._awaiting) != self.num_envs or any(c[0] != STEP for c in self._awaiting.values()):
+            raise ConfigError("step_wait() collects the full batch that step_async() sent; use recv() for "
+                              "envs sent to with send(env_ids=...).")
         self._wait_for(set(self._awaiting), len(self._awaiting), timeout)
         return self._collect(np.arange(self.num_envs))
 
@@ -515,10 +533,11 @@ class RLBenchVectorEnv(VectorEnv):
         rows = slice(None) if full else ids
         commands = [self._awaiting.pop(i) for i in ids.tolist()]
         outcomes = [self._done.pop(i) for i in ids.tolist()]
-        widths = [c[1] for c in commands]
-        k = max(widths)
+        # a worker writes outcome columns only for the actions of a step it ran: mask the rest
+        widths = [c[1] if c[0] == STEP and o.error is None else 0 for c, o in zip(commands, outcomes)]
+        k = max(c[1] for c in commands)
         block = self._outcome[rows, :, :k]
-        if min(widths) < k:  # mixed chunk sizes: columns past an env's own k are stale
+        if min(widths) < k:
             block = np.where(np.arange(k) < np.array(widths)[:, None, None], block, 0.0)
         reward = block[:, REWARD].copy()
         flags = block[:, TERMINATED:] > 0  # one comparison for all three flag rows
@@ -531,7 +550,8 @@ class RLBenchVectorEnv(VectorEnv):
                     reward[row], terminated[row], truncated[row], executed[row] = 0.0, False, False, False
                     truncated[row, 0] = True
                     self._restart_noop[ids[row]] = True
-        self._needs_reset[rows] = flags[:, : TRUNCATED - TERMINATED + 1].any(axis=(1, 2))
+        failed = np.array([o.error is not None and c[0] != CALL for c, o in zip(commands, outcomes)])
+        self._needs_reset[rows] = flags[:, : TRUNCATED - TERMINATED + 1].any(axis=(1, 2)) | failed
         self._steps[rows] += executed.sum(axis=1)
         errors = [o.error for o in outcomes if o.error is not None]
         if errors:
@@ -560,16 +580,25 @@ class RLBenchVectorEnv(VectorEnv):
         """Run one backend call per env, all at once: calls[env] = (name, args, kwargs, ends_episode).
         Calls have no deadline (demo collection can take hours); a worker death still ends them."""
         self._check_open()
-        self._drain()
-        for i, payload in calls.items():
+        if self._awaiting:
+            raise ConfigError(f"envs {sorted(self._awaiting)} have steps in flight: recv() them before call(), "
+                              "get_attr(), set_attr(), render() or get_demos().")
+        bodies = {i: _pickled(payload, f"the arguments of {payload[0]}()") for i, payload in calls.items()}
+        self._finish_restarts()
+        # a finished restart's notice belongs to that env's next step: keep it out of the call's way
+        held = {i: self._done.pop(i) for i in calls if i in self._done}
+        for i, body in bodies.items():
             self._awaiting[i] = (CALL, 1, False)
-            self._workers[i].send(CALL, payload, float("inf"))
+            self._workers[i].send(CALL, float("inf"), body=body)
         self._wait_for(set(calls), len(calls), None)
         outcomes = []
         for i, (_, _, _, ends_episode) in calls.items():
             self._awaiting.pop(i)
-            self._needs_reset[i] |= ends_episode
             outcomes.append(self._done.pop(i))
+            if ends_episode:  # the worker resets on the env's next step, which reports that instead
+                self._needs_reset[i], self._restart_noop[i] = True, False
+                held.pop(i, None)
+        self._done.update(held)
         errors = [o.error for o in outcomes if o.error is not None]
         if errors:
             raise errors[0]
@@ -604,12 +633,14 @@ class RLBenchVectorEnv(VectorEnv):
     def get_demos(self, amount: int, seed: int | None = None) -> list[Demo]:
         """Collect `amount` demonstrations spread over all workers at once (env i collects its share
         with its own seed). Envs reset on their next step."""
-        if amount < 1:
-            raise ConfigError(f"amount must be >= 1, got {amount}.")
+        if not isinstance(amount, (int, np.integer)) or amount < 1:
+            raise ConfigError(f"amount must be an integer >= 1, got {amount!r}.")
         base = self._seed if seed is None else rank_seed(seed, self.num_envs)
         shares = [amount // self.num_envs + (i < amount % self.num_envs) for i in range(self.num_envs)]
+        first = self._demo_calls * self.num_envs  # every call draws new demos, not the last call's again
+        self._demo_calls += 1
         calls = {
-            i: ("get_demos", (share, None if base is None else base + DEMO_SEED_STRIDE * i), {}, True)
+            i: ("get_demos", (share, None if base is None else base + DEMO_SEED_STRIDE * (first + i)), {}, True)
             for i, share in enumerate(shares) if share > 0
         }
         return [demo for demos in self._call_each(calls) for demo in demos]

@@ -17,7 +17,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 START, RESET, STEP, CALL, CLOSE = "start", "reset", "step", "call", "close"
@@ -25,19 +25,22 @@ COMMANDS = (START, RESET, STEP, CALL, CLOSE)  # a command's wire code is its ind
 COMMAND_CODES = {command: code for code, command in enumerate(COMMANDS)}
 OK, FAILED = 0, 1
 PR_SET_PDEATHSIG = 1
-COMMAND_HEADER = struct.Struct("<BxHII")  # command code, k (actions in a step), seq, payload size
-REPLY_HEADER = struct.Struct("<IBxxxdddI")  # seq, status, exec_s, write_s, reset_s, payload size
+COMMAND_HEADER = struct.Struct("<BxHIQ")  # command code, k (actions in a step), seq, payload size
+REPLY_HEADER = struct.Struct("<IBxxxdddQ")  # seq, status, exec_s, write_s, reset_s, payload size
 READ_SIZE = 1 << 16
 
 
-def _write_frame(fd: int, header: struct.Struct, *fields: float, payload: Any = None) -> None:
-    if payload is None:
-        os.write(fd, header.pack(*fields, 0))  # a few bytes: one write, never partial
-        return
-    body = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-    frame = memoryview(header.pack(*fields, len(body)) + body)
-    while frame:
-        frame = frame[os.write(fd, frame):]
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _write_frame(fd: int, header: struct.Struct, *fields: float, body: bytes = b"") -> None:
+    """Header and body are written separately: a large body (demos) is never copied to join them."""
+    _write_all(fd, header.pack(*fields, len(body)))  # a few bytes: in practice one write
+    if body:
+        _write_all(fd, body)
 
 
 def _read_frame(fd: int, header: struct.Struct) -> tuple[tuple, Any]:
@@ -49,17 +52,27 @@ def _read_frame(fd: int, header: struct.Struct) -> tuple[tuple, Any]:
             raise EOFError("peer closed the connection")
         data += more
     *fields, size = header.unpack_from(data)
-    body = data[header.size:]
-    while len(body) < size:
-        more = os.read(fd, size - len(body))
-        if not more:
+    if not size:
+        return tuple(fields), None
+    body = bytearray(size)  # filled in place: appending to bytes would copy it on every read
+    got = len(data) - header.size
+    body[:got] = data[header.size:]
+    view = memoryview(body)
+    while got < size:
+        count = os.readv(fd, [view[got:]])
+        if not count:
             raise EOFError("peer closed the connection")
-        body += more
-    return tuple(fields), pickle.loads(body) if size else None
+        got += count
+    return tuple(fields), pickle.loads(body)
 
 
-def send_command(fd: int, command: str, seq: int, k: int = 0, payload: Any = None) -> None:
-    _write_frame(fd, COMMAND_HEADER, COMMAND_CODES[command], k, seq, payload=payload)
+def dumps(payload: Any) -> bytes:
+    return b"" if payload is None else pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def send_command(fd: int, command: str, seq: int, k: int = 0, body: bytes = b"") -> None:
+    """body: the pickled argument (`dumps`), made by the caller before it commits to sending."""
+    _write_frame(fd, COMMAND_HEADER, COMMAND_CODES[command], k, seq, body=body)
 
 
 def read_command(fd: int) -> tuple[str, int, int, Any]:
@@ -69,7 +82,7 @@ def read_command(fd: int) -> tuple[str, int, int, Any]:
 
 def send_reply(fd: int, seq: int, status: int, payload: Any = None, times: tuple = (0.0, 0.0, 0.0)) -> None:
     """times: the worker's seconds in this command: backend steps, observation writes, resets."""
-    _write_frame(fd, REPLY_HEADER, seq, status, *times, payload=payload)
+    _write_frame(fd, REPLY_HEADER, seq, status, *times, body=dumps(payload))
 
 
 def read_reply(fd: int) -> tuple[int, int, tuple[float, float, float], Any]:
@@ -90,16 +103,26 @@ class WorkerSpec:
     chunk_obs: str
     parent_pid: int
     cpu_affinity: tuple[int, ...] | None = None
+    parent_is_main_thread: bool = True
     video: Any = None  # VideoConfig when this env records
 
 
-def die_with_parent(parent_pid: int) -> None:
-    """Exit when the main process dies, even by SIGKILL: the kernel's parent-death signal, plus a
-    watchdog thread in case the parent was already gone before the signal was armed."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+def parent_death_signal() -> Callable[[], int]:
+    """A call that makes the kernel SIGKILL the calling process when its parent thread exits. The
+    libc lookup happens here, so the call itself is safe in a preexec_fn after fork."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    return lambda: prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def die_with_parent(parent_pid: int, parent_is_main_thread: bool) -> None:
+    """Exit when the main process dies, even by SIGKILL: a watchdog thread that sees the worker
+    re-parented, plus the kernel's parent-death signal, which also ends a worker stuck in C code.
+    That signal fires when the spawning *thread* exits, so it is armed only for a main thread."""
+    if parent_is_main_thread:
+        try:
+            parent_death_signal()()
+        except (OSError, AttributeError):
+            pass
 
     def watch() -> None:
         while os.getppid() == parent_pid:
@@ -220,7 +243,8 @@ def serve(fd: int, runner: EpisodeRunner) -> None:
                 raise ValueError(f"unexpected command {command!r}")
             send_reply(fd, seq, OK, data, runner.take_times())
         except Exception as error:  # the main process decides what a backend error means
-            runner.episode_over = True
+            if command != CALL:  # a failed step or reset leaves the episode in an unknown state
+                runner.episode_over = True
             send_reply(fd, seq, FAILED, failure(error), runner.take_times())
 
 
@@ -231,21 +255,19 @@ def failure(error: BaseException) -> tuple[str, str]:
 def worker_main(spec: WorkerSpec, conn) -> None:
     """Entry point of a spawned worker process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
-    die_with_parent(spec.parent_pid)
-    for name in THREAD_VARS:
-        os.environ.setdefault(name, "1")
-    # Simulators are throughput work: SCHED_BATCH stops a worker woken by a command from preempting
-    # the main process while it is still sending the rest of the batch.
-    if hasattr(os, "SCHED_BATCH"):
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-    if spec.cpu_affinity:
-        os.sched_setaffinity(0, spec.cpu_affinity)
+    die_with_parent(spec.parent_pid, spec.parent_is_main_thread)
 
     from .backends import backend_class
     from .shm import SharedBuffers
 
     display = backend = recorder = None
     try:
+        # Simulators are throughput work: SCHED_BATCH stops a worker woken by a command from
+        # preempting the main process while it is still sending the rest of the batch.
+        if hasattr(os, "SCHED_BATCH"):
+            os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+        if spec.cpu_affinity:
+            os.sched_setaffinity(0, spec.cpu_affinity)
         backend_type = backend_class(spec.config.backend)
         if backend_type.needs_display(spec.config) or spec.display is not None:
             from .display import open_display

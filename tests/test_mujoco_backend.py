@@ -319,3 +319,11 @@ def test_vector_env_runs_the_mujoco_backend():
         assert env.render("front").shape == (2, 32, 32, 3)
     finally:
         env.close()
+
+
+def test_each_get_demos_call_draws_new_demos():
+    with RLBenchVectorEnv(num_envs=2, task="reach_target", backend="mujoco", cameras=(),
+                          low_dim=("gripper_pose",), max_episode_steps=60) as env:
+        first, second = env.get_demos(2), env.get_demos(2)
+    assert len(first) == len(second) == 2
+    assert not any(np.array_equal(a.actions, b.actions) for a in first for b in second)

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from conftest import live_children, own_segments
-from rlbench_vec import BackendUnavailableError, RestartBudgetExceeded, RLBenchVectorEnv, WorkerError
+from rlbench_vec import BackendUnavailableError, ClosedError, RestartBudgetExceeded, RLBenchVectorEnv, WorkerError
 from rlbench_vec.shm import SHM_DIR
 
 PROGRAM = Path(__file__).parent / "programs" / "own_env.py"
@@ -151,6 +151,8 @@ def test_crash_loop_turns_into_a_clear_error(make_env):
     with pytest.raises(RestartBudgetExceeded, match="max_restarts_per_env=2"):
         for _ in range(5):
             env.step(zeros(2))
+    with pytest.raises(ClosedError):  # closed, not half-dead: nothing later can hang on it
+        env.reset()
 
 
 def test_worker_that_fails_to_start_raises_with_its_reason_and_leaves_nothing():

@@ -102,18 +102,9 @@ def test_a_failing_encoder_stops_recording_without_failing_steps(tmp_path, capfd
 
 
 def mujoco_available() -> bool:
-    """Whether the MuJoCo backend can run here, found without importing mujoco into the test process
-    (that would fix its renderer for every later in-process test)."""
-    from rlbench_vec.backends.mujoco import MujocoBackend
-    from rlbench_vec.config import EnvConfig
-
-    if importlib.util.find_spec("mujoco") is None:
-        return False
-    try:
-        MujocoBackend.validate(EnvConfig(backend="mujoco").validated())
-    except Exception:
-        return False
-    return True
+    """Whether mujoco is installed, found without importing it into the test process (that would
+    fix its renderer for every later in-process test). A broken backend must fail, not skip."""
+    return importlib.util.find_spec("mujoco") is not None
 
 
 @pytest.mark.skipif(not mujoco_available(), reason="the MuJoCo backend is not usable here")
