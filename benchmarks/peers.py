@@ -18,7 +18,7 @@ Each system is built once per num_envs and re-costed between settings, since sta
 workers takes longer than measuring them. Writes {out}/peers_{tag}.json and .png.
 
     python benchmarks/peers.py --tag cpu2
-    python benchmarks/peers.py --tag gpu16 --num_envs 1 2 4 8 16 32 64 128 --scale 4
+    python benchmarks/peers.py --tag gpu16 --num_envs 1 2 4 8 16 32 64
 """
 
 from __future__ import annotations

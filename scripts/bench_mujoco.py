@@ -3,7 +3,7 @@ cameras at 128x128 (rgb + depth + mask), for each --num_envs and --arm_modes. Pr
 JSON (with the exact command) to --json.
 
     python scripts/bench_mujoco.py                          # 1 and 8 envs -> docs/mujoco_bench_cpu.json
-    python scripts/bench_mujoco.py --renderer egl --num_envs 16   # on a GPU machine -> docs/mujoco_bench_gpu.json
+    python scripts/bench_mujoco.py --renderer egl --num_envs 1 16   # on a GPU machine -> docs/mujoco_bench_gpu.json
     python scripts/bench_mujoco.py --render_only             # only the rendering comparison
 
 Actions: joint_velocity draws random velocities (one 0.05 s control step each, RLBench's JointVelocity);
