@@ -69,6 +69,15 @@ class Poller:
     def __init__(self) -> None:
         self._poll = select.poll()
         self._owners: dict[int, "WorkerHandle"] = {}
+        # no pending deadline is earlier than this; it may be earlier than the earliest one (a
+        # command finished), which only costs one early wake-up to recompute it
+        self.earliest_deadline = math.inf
+
+    def note_deadline(self, deadline: float) -> None:
+        self.earliest_deadline = min(self.earliest_deadline, deadline)
+
+    def recompute_deadline(self, handles: list["WorkerHandle"]) -> None:
+        self.earliest_deadline = min((h.pending.deadline for h in handles if h.pending is not None), default=math.inf)
 
     def add(self, handle: "WorkerHandle") -> None:
         for fd in (handle.fd, handle.process.sentinel):
@@ -119,6 +128,7 @@ class WorkerHandle:
         self.seq = 0
         now = time.monotonic()
         self.pending = Pending(START, 0, now, now + timeout_s)
+        self.poller.note_deadline(self.pending.deadline)
 
     def send(self, command: str, timeout_s: float, k: int = 0, body: bytes = b"") -> None:
         """body: the command's pickled argument (worker.dumps), made before anything is committed."""
@@ -126,6 +136,7 @@ class WorkerHandle:
         self.seq += 1
         now = time.monotonic()
         self.pending = Pending(command, self.seq, now, now + timeout_s)
+        self.poller.note_deadline(self.pending.deadline)
         try:
             send_command(self.fd, command, self.seq, k, body)
         except OSError:

@@ -276,9 +276,7 @@ class RLBenchVectorEnv(VectorEnv):
     def _pump(self, timeout_s: float | None) -> list[WorkerHandle]:
         """Wait once for worker messages, handle them, enforce deadlines. Returns handles that
         became idle. A worker found dead while idle is restarted at once."""
-        busy = [h for h in self._workers if h.pending is not None]
-        earliest = min((h.pending.deadline for h in busy), default=float("inf"))
-        wait_s = max(0.0, earliest - time.monotonic())
+        wait_s = max(0.0, self._poller.earliest_deadline - time.monotonic())
         if timeout_s is not None:
             wait_s = min(wait_s, timeout_s)
         idle = []
@@ -287,11 +285,12 @@ class RLBenchVectorEnv(VectorEnv):
             if message is not None and self._handle(handle, message):
                 idle.append(handle)
         now = time.monotonic()
-        if now > earliest:
-            for handle in busy:
+        if now > self._poller.earliest_deadline:
+            for handle in self._workers:
                 if handle.overdue(now):
                     pending = handle.pending
                     self._restart(handle, f"no reply to {pending.command} within {pending.deadline - pending.sent_at:.1f} s")
+            self._poller.recompute_deadline(self._workers)
         return idle
 
     def _handle(self, handle: WorkerHandle, message: Reply | Failure) -> bool:
@@ -531,13 +530,15 @@ class RLBenchVectorEnv(VectorEnv):
         outcome was taken out and every flag updated, so no env is left half-served."""
         full = len(ids) == self.num_envs
         rows = slice(None) if full else ids
-        commands = [self._awaiting.pop(i) for i in ids.tolist()]
-        outcomes = [self._done.pop(i) for i in ids.tolist()]
-        # a worker writes outcome columns only for the actions of a step it ran: mask the rest
-        widths = [c[1] if c[0] == STEP and o.error is None else 0 for c, o in zip(commands, outcomes)]
+        id_list = ids.tolist()
+        commands = [self._awaiting.pop(i) for i in id_list]
+        outcomes = [self._done.pop(i) for i in id_list]
+        errors = [o.error for o in outcomes if o.error is not None]
         k = max(c[1] for c in commands)
         block = self._outcome[rows, :, :k]
-        if min(widths) < k:
+        if errors or any(c[0] != STEP or c[1] != k for c in commands):
+            # a worker writes outcome columns only for the actions of a step it ran: mask the rest
+            widths = [c[1] if c[0] == STEP and o.error is None else 0 for c, o in zip(commands, outcomes)]
             block = np.where(np.arange(k) < np.array(widths)[:, None, None], block, 0.0)
         reward = block[:, REWARD].copy()
         flags = block[:, TERMINATED:] > 0  # one comparison for all three flag rows
@@ -550,10 +551,11 @@ class RLBenchVectorEnv(VectorEnv):
                     reward[row], terminated[row], truncated[row], executed[row] = 0.0, False, False, False
                     truncated[row, 0] = True
                     self._restart_noop[ids[row]] = True
-        failed = np.array([o.error is not None and c[0] != CALL for c, o in zip(commands, outcomes)])
-        self._needs_reset[rows] = flags[:, : TRUNCATED - TERMINATED + 1].any(axis=(1, 2)) | failed
+        ended = flags[:, : TRUNCATED - TERMINATED + 1].any(axis=(1, 2))
+        if errors:
+            ended |= np.array([o.error is not None and c[0] != CALL for c, o in zip(commands, outcomes)])
+        self._needs_reset[rows] = ended
         self._steps[rows] += executed.sum(axis=1)
-        errors = [o.error for o in outcomes if o.error is not None]
         if errors:
             raise errors[0]
         if not full:

@@ -17,7 +17,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 START, RESET, STEP, CALL, CLOSE = "start", "reset", "step", "call", "close"
@@ -38,9 +38,11 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
 
 def _write_frame(fd: int, header: struct.Struct, *fields: float, body: bytes = b"") -> None:
     """Header and body are written separately: a large body (demos) is never copied to join them."""
-    _write_all(fd, header.pack(*fields, len(body)))  # a few bytes: in practice one write
-    if body:
-        _write_all(fd, body)
+    if not body:  # the fast path: a header of a few bytes, which a socket takes whole
+        os.write(fd, header.pack(*fields, 0))
+        return
+    _write_all(fd, header.pack(*fields, len(body)))
+    _write_all(fd, body)
 
 
 def _read_frame(fd: int, header: struct.Struct) -> tuple[tuple, Any]:
@@ -80,7 +82,7 @@ def read_command(fd: int) -> tuple[str, int, int, Any]:
     return COMMANDS[code], k, seq, payload
 
 
-def send_reply(fd: int, seq: int, status: int, payload: Any = None, times: tuple = (0.0, 0.0, 0.0)) -> None:
+def send_reply(fd: int, seq: int, status: int, payload: Any = None, times: Sequence[float] = (0.0, 0.0, 0.0)) -> None:
     """times: the worker's seconds in this command: backend steps, observation writes, resets."""
     _write_frame(fd, REPLY_HEADER, seq, status, *times, body=dumps(payload))
 
@@ -161,8 +163,9 @@ class EpisodeRunner:
         self.episode_over = True
         self.elapsed = 0
 
-    def take_times(self) -> tuple[float, float, float]:
-        times, self.times = tuple(self.times), [0.0, 0.0, 0.0]
+    def take_times(self) -> list[float]:
+        """This command's times, for its reply; the runner starts a new list for the next one."""
+        times, self.times = self.times, [0.0, 0.0, 0.0]
         return times
 
     def _write(self, out) -> None:
