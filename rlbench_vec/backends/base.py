@@ -7,7 +7,7 @@ so a backend module must not import its simulator at module level: do it in `__i
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 import numpy as np
@@ -21,7 +21,7 @@ class StepResult:
 
     reward: float
     terminated: bool
-    info: dict[str, Any] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
