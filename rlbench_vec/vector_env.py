@@ -216,6 +216,7 @@ class RLBenchVectorEnv(VectorEnv):
         self._restarts_total = 0
         self._first_reset = True
         self._demo_calls = 0
+        self._reset_options: dict[str, Any] | None = None
         self._seed = rank_seed(self.vector_config.seed, n)
         self._to_tensors = None
         self._accounts = [[0.0] * len(ACCOUNTS) for _ in range(n)]
@@ -301,7 +302,7 @@ class RLBenchVectorEnv(VectorEnv):
         restarting = i in self._restart_reason
         if message.command == START:
             if message.ok and restarting:
-                body = dumps((self._restart_seed(i, handle.restarts), None))
+                body = dumps((self._restart_seed(i, handle.restarts), self._reset_options))
                 handle.send(RESET, self.vector_config.reset_timeout_s, body=body)
                 return False
             if not message.ok:
@@ -438,6 +439,7 @@ class RLBenchVectorEnv(VectorEnv):
         flight are finished and their results discarded."""
         self._check_open()
         bodies = [_pickled((s, options), "reset options") for s in self._reset_seeds(seed)]
+        self._reset_options = options  # a restarted worker's new episode starts the same way
         self._wait_for(set(self._awaiting), len(self._awaiting), None)
         self._finish_restarts()
         self._done.clear()
@@ -578,9 +580,10 @@ class RLBenchVectorEnv(VectorEnv):
         return result if self._to_tensors is None else self._to_tensors(result, full)
 
     # ------------------------------------------------------------------ calls, demos, stats
-    def _call_each(self, calls: dict[int, tuple]) -> list[Any]:
+    def _call_each(self, calls: dict[int, tuple], timeout_s: float = float("inf")) -> list[Any]:
         """Run one backend call per env, all at once: calls[env] = (name, args, kwargs, ends_episode).
-        Calls have no deadline (demo collection can take hours); a worker death still ends them."""
+        A worker that misses timeout_s is restarted and the call raises; the default is no deadline
+        (demo collection can take hours). A worker death ends a call either way."""
         self._check_open()
         if self._awaiting:
             raise ConfigError(f"envs {sorted(self._awaiting)} have steps in flight: recv() them before call(), "
@@ -591,7 +594,7 @@ class RLBenchVectorEnv(VectorEnv):
         held = {i: self._done.pop(i) for i in calls if i in self._done}
         for i, body in bodies.items():
             self._awaiting[i] = (CALL, 1, False)
-            self._workers[i].send(CALL, float("inf"), body=body)
+            self._workers[i].send(CALL, timeout_s, body=body)
         self._wait_for(set(calls), len(calls), None)
         outcomes = []
         for i, (_, _, _, ends_episode) in calls.items():
@@ -609,14 +612,18 @@ class RLBenchVectorEnv(VectorEnv):
     def call(self, name: str, *args: Any, env_ids: Any = None, ends_episode: bool = False, **kwargs: Any) -> tuple:
         """Call backend method `name` in each worker (or env_ids), or read the attribute when it is not
         callable (gymnasium's semantics); results in env order. ends_episode=True makes those envs
-        reset on their next step (e.g. after collecting demos)."""
+        reset on their next step (e.g. after collecting demos). No deadline: a method may run long.
+        get_attr, set_attr and render, which are quick, get step_timeout_s."""
         if name.startswith("_"):
             raise ConfigError(f"call() reaches public backend attributes only, not {name!r}.")
         ids = self._env_ids(env_ids).tolist()
         return tuple(self._call_each({i: (name, args, kwargs, ends_episode) for i in ids}))
 
     def get_attr(self, name: str) -> tuple:
-        return self.call(name)
+        if name.startswith("_"):
+            raise ConfigError(f"get_attr() reaches public backend attributes only, not {name!r}.")
+        calls = {i: (name, (), {}, False) for i in range(self.num_envs)}
+        return tuple(self._call_each(calls, self.vector_config.step_timeout_s))
 
     def set_attr(self, name: str, values: Any) -> None:
         """Set backend attribute `name` in every worker: one value for all, or a list with one per env."""
@@ -626,11 +633,13 @@ class RLBenchVectorEnv(VectorEnv):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
             raise ConfigError(f"set_attr got {len(values)} values for {self.num_envs} envs; give one or one per env.")
-        self._call_each({i: ("__setattr__", (name, value), {}, False) for i, value in enumerate(values)})
+        calls = {i: ("__setattr__", (name, value), {}, False) for i, value in enumerate(values)}
+        self._call_each(calls, self.vector_config.step_timeout_s)
 
     def render(self, camera: str = "front") -> np.ndarray:
         """An rgb frame of `camera` from every env, stacked: (num_envs, H, W, 3) uint8."""
-        return np.stack(self.call("render_rgb", camera))
+        calls = {i: ("render_rgb", (camera,), {}, False) for i in range(self.num_envs)}
+        return np.stack(self._call_each(calls, self.vector_config.step_timeout_s))
 
     def get_demos(self, amount: int, seed: int | None = None) -> list[Demo]:
         """Collect `amount` demonstrations spread over all workers at once (env i collects its share

@@ -221,3 +221,4 @@ def test_close_does_not_wait_for_a_step_in_flight(make_env):
     started = time.monotonic()
     env.close()
     assert time.monotonic() - started < 30.0, "close() must not wait out a 60 s step"
+
