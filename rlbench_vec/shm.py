@@ -48,10 +48,24 @@ def _views(buffer, fields: list[Field]) -> dict[str, np.ndarray]:
     }
 
 
+def pid_namespace() -> int:
+    """This process's PID namespace (an inode number): pids mean something only inside it."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+def segment_name(token: str) -> str:
+    return f"{PREFIX}_{os.getpid()}_{pid_namespace()}_{token}"
+
+
 def segment_owner(name: str) -> int | None:
-    """The pid encoded in a segment name made by `SharedBuffers.create`, else None."""
+    """The owner pid of a segment made by `SharedBuffers.create` in this PID namespace, else None.
+    Containers sharing /dev/shm (docker --ipc=host) have other namespaces: their pids are not ours
+    to test, so their segments are never taken for stale."""
     parts = name.split("_")
-    if len(parts) == 3 and parts[0] == PREFIX and parts[1].isdigit():
+    if len(parts) == 4 and parts[0] == PREFIX and parts[1].isdigit() and parts[2] == str(pid_namespace()):
         return int(parts[1])
     return None
 
@@ -97,7 +111,7 @@ class SharedBuffers:
     @classmethod
     def create(cls, arrays: dict[str, tuple[tuple[int, ...], np.dtype]]) -> "SharedBuffers":
         fields, size = plan_fields(arrays)
-        name = f"{PREFIX}_{os.getpid()}_{secrets.token_hex(6)}"
+        name = segment_name(secrets.token_hex(6))
         block = shared_memory.SharedMemory(name=name, create=True, size=size)
         return cls(name, fields, block.buf, block)
 

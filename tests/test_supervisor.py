@@ -17,7 +17,7 @@ import pytest
 
 from conftest import live_children, own_segments
 from rlbench_vec import BackendUnavailableError, ClosedError, RestartBudgetExceeded, RLBenchVectorEnv, WorkerError
-from rlbench_vec.shm import SHM_DIR
+from rlbench_vec.shm import SHM_DIR, pid_namespace
 
 PROGRAM = Path(__file__).parent / "programs" / "own_env.py"
 
@@ -208,10 +208,16 @@ def test_main_process_death_or_ctrl_c_leaves_nothing(how):
 
 def test_segments_of_dead_owners_are_swept_at_start(make_env):
     dead_pid = 2 ** 22 + 12345  # above the default pid_max: no such process
-    stale = os.path.join(SHM_DIR, f"rlbv_{dead_pid}_feedfacecafe")
-    Path(stale).write_bytes(b"\0" * 64)
-    make_env(num_envs=1, cameras=())
-    assert not os.path.exists(stale)
+    stale = os.path.join(SHM_DIR, f"rlbv_{dead_pid}_{pid_namespace()}_feedfacecafe")
+    foreign = os.path.join(SHM_DIR, f"rlbv_{dead_pid}_{pid_namespace() + 1}_feedfacecafe")  # another container's
+    for path in (stale, foreign):
+        Path(path).write_bytes(b"\0" * 64)
+    try:
+        make_env(num_envs=1, cameras=())
+        assert not os.path.exists(stale)
+        assert os.path.exists(foreign), "a segment of another PID namespace is not ours to sweep"
+    finally:
+        Path(foreign).unlink(missing_ok=True)
 
 
 def test_close_does_not_wait_for_a_step_in_flight(make_env):
