@@ -126,10 +126,7 @@ class SharedBuffers:
 
     def row(self, prefix: str, index: int) -> dict[str, np.ndarray]:
         """Env `index`'s slice of every array named `prefix/<key>`, keyed by <key>."""
-        cut = len(prefix) + 1
-        return {
-            name[cut:]: array[index, ...] for name, array in self.arrays.items() if name.startswith(prefix + "/")
-        }
+        return {key: array[index, ...] for key, array in self.group(prefix).items()}
 
     def group(self, prefix: str) -> dict[str, np.ndarray]:
         """Every array named `prefix/<key>` (all envs), keyed by <key>."""

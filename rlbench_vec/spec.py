@@ -21,10 +21,6 @@ class ArraySpec:
     shape: tuple[int, ...]
     dtype: np.dtype
 
-    @property
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
-
 
 def camera_spec(modality: str, height: int, width: int) -> ArraySpec:
     return {
