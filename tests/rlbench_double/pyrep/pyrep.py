@@ -1,9 +1,20 @@
 import os
+import resource
 import socket
 import threading
 
 from double_log import record
 from pyrep.errors import PyRepError
+
+# What Qt 5 writes before it aborts when its xcb platform plugin cannot reach the display
+# (RLBench #139, #287; PyRep #258).
+QT_NO_DISPLAY = (
+    'qt.qpa.xcb: could not connect to display {display}\n'
+    'qt.qpa.plugin: Could not load the Qt platform plugin "xcb" in "{plugin_path}" even though it was found.\n'
+    'This application failed to start because no Qt platform plugin could be initialized. '
+    'Reinstalling the application may fix this problem.\n\n'
+    'Available platform plugins are: eglfs, linuxfb, minimal, minimalegl, offscreen, vnc, webgl, xcb.\n\n'
+)
 
 
 def _x_server_reachable(display: str) -> bool:
@@ -22,6 +33,14 @@ def _x_server_reachable(display: str) -> bool:
     return False
 
 
+def _abort_like_qt(display: str) -> None:
+    """Qt's message on fd 2, then SIGABRT: the process dies, no Python exception is raised."""
+    message = QT_NO_DISPLAY.format(display=display, plugin_path=os.environ.get("QT_QPA_PLATFORM_PLUGIN_PATH", ""))
+    os.write(2, message.encode())
+    resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))  # no core file
+    os.abort()
+
+
 class PyRep(object):
     """Checks the rules the real one enforces by crashing: an X display, and one sim thread."""
 
@@ -30,9 +49,9 @@ class PyRep(object):
 
     def launch(self, scene_file: str = "", headless: bool = False, responsive_ui: bool = False,
                blocking: bool = False, verbosity=None) -> None:
-        display = os.environ.get("DISPLAY")
+        display = os.environ.get("DISPLAY", "")
         if not display or not _x_server_reachable(display):
-            raise PyRepError(f"qt.qpa.xcb: could not connect to display {display}")
+            _abort_like_qt(display)
         self._sim_thread = threading.get_ident()
         record("launch", display=display, headless=headless,
                main_thread=threading.current_thread() is threading.main_thread())

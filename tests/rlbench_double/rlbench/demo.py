@@ -1,3 +1,6 @@
+import numpy as np
+
+
 class Demo(object):
 
     def __init__(self, observations, random_seed=None, num_reset_attempts=None):
@@ -10,3 +13,6 @@ class Demo(object):
 
     def __getitem__(self, i):
         return self._observations[i]
+
+    def restore_state(self):
+        np.random.set_state(self.random_seed)

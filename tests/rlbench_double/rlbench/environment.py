@@ -5,6 +5,7 @@ from pyrep import PyRep
 
 from rlbench.backend.scene import Scene
 from rlbench.observation_config import ObservationConfig
+from rlbench.sim2real.domain_randomization_scene import DomainRandomizationScene
 from rlbench.task_environment import TaskEnvironment
 
 SUPPORTED_ROBOTS = ('panda', 'jaco', 'mico', 'sawyer', 'ur5')
@@ -35,6 +36,10 @@ class Environment(object):
         self._headless = headless
         self._static_positions = static_positions
         self._robot_setup = robot_setup.lower()
+        self._randomize_every = randomize_every
+        self._frequency = frequency
+        self._visual_randomization_config = visual_randomization_config
+        self._dynamics_randomization_config = dynamics_randomization_config
         self._attach_grasped_objects = attach_grasped_objects
         self._shaped_rewards = shaped_rewards
         if robot_setup not in SUPPORTED_ROBOTS:
@@ -60,7 +65,12 @@ class Environment(object):
             raise RuntimeError('Already called launch!')
         self._pyrep = PyRep()
         self._pyrep.launch('task_design.ttt', headless=self._headless)
-        self._scene = Scene(self._pyrep, self._obs_config, self._robot_setup)
+        if self._randomize_every is None:
+            self._scene = Scene(self._pyrep, self._obs_config, self._robot_setup)
+        else:
+            self._scene = DomainRandomizationScene(
+                self._pyrep, self._obs_config, self._robot_setup, self._randomize_every, self._frequency,
+                self._visual_randomization_config, self._dynamics_randomization_config)
         record("scene", removed_cameras=self._scene.removed_cameras)
 
     def shutdown(self):

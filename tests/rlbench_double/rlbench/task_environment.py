@@ -1,12 +1,14 @@
+import logging
 import os
 
 import numpy as np
 from double_log import record
 
+from rlbench import utils
 from rlbench.backend.exceptions import BoundaryError, TaskEnvironmentError
-from rlbench.backend.task import SUCCESS_STEPS
-from rlbench.demo import Demo
 
+_MAX_RESET_ATTEMPTS = 40
+_MAX_DEMO_ATTEMPTS = 10
 _failed_resets = 0  # per process, for RLBENCH_DOUBLE_FAIL_RESETS
 
 
@@ -23,6 +25,7 @@ class TaskEnvironment(object):
         self._action_mode = action_mode
         self._dataset_root = dataset_root
         self._obs_config = obs_config
+        self._static_positions = static_positions
         self._shaped_rewards = shaped_rewards
         self._reset_called = False
         self._scene.task = task
@@ -52,10 +55,13 @@ class TaskEnvironment(object):
             record("reset", variation=self._variation_number, ok=False)
             raise TaskEnvironmentError('Could not place the task %s in the scene.' % self._task.get_name()) \
                 from BoundaryError()
-        desc = self._task.init_episode(self._variation_number)
-        self._scene._variation_index = self._variation_number
+        place_demo = demo is not None and getattr(demo, 'num_reset_attempts', None) is not None
+        desc = self._scene.init_episode(
+            self._variation_number,
+            max_attempts=demo.num_reset_attempts if place_demo else _MAX_RESET_ATTEMPTS,
+            randomly_place=not self._static_positions, place_demo=place_demo)
         self._reset_called = True
-        record("reset", variation=self._variation_number, ok=True)
+        record("reset", variation=self._variation_number, ok=True, demo=demo is not None)
         return desc, self._scene.get_observation()
 
     def get_observation(self):
@@ -76,34 +82,40 @@ class TaskEnvironment(object):
         return self._scene.get_observation(), reward, terminate
 
     def get_demos(self, amount: int, live_demos: bool = False, image_paths: bool = False,
-                  callable_each_step=None, max_attempts: int = 10, random_selection: bool = True,
+                  callable_each_step=None, max_attempts: int = _MAX_DEMO_ATTEMPTS, random_selection: bool = True,
                   from_episode_number: int = 0):
         if not live_demos and (self._dataset_root is None or len(self._dataset_root) == 0):
             raise RuntimeError("Can't ask for a stored demo when no dataset root provided.")
-        record("get_demos", amount=amount, live_demos=live_demos)
-        return [self._live_demo() for _ in range(amount)]
+        record("get_demos", amount=amount, live_demos=live_demos, image_paths=image_paths,
+               random_selection=random_selection, from_episode_number=from_episode_number,
+               variation=self._variation_number)
+        if not live_demos:
+            return utils.get_stored_demos(
+                amount, image_paths, self._dataset_root, self._variation_number, self._task.get_name(),
+                self._obs_config, random_selection, from_episode_number)
+        return self._get_live_demos(amount, callable_each_step, max_attempts)
 
-    def _live_demo(self) -> Demo:
-        """The double's motion planner: straight to the target in SUCCESS_STEPS steps, closing the gripper
-        on the last one, turning the hand about z on the way."""
-        self.reset()
-        scene = self._scene
-        observations = [scene.get_observation()]
-        start_pose, start_joints = scene.gripper_pose.copy(), scene.joint_positions.copy()
-        goal_joints = start_joints + np.linspace(-0.3, 0.3, 7)
-        for i in range(1, SUCCESS_STEPS + 1):
-            f = i / SUCCESS_STEPS
-            angle = 0.2 * f
-            turn = np.array([0.0, 0.0, np.sin(angle / 2), np.cos(angle / 2)])  # about z, x y z w
-            x, y, z, w = turn
-            qx, qy, qz, qw = start_pose[3:]
-            rotated = [w * qx + x * qw + y * qz - z * qy, w * qy - x * qz + y * qw + z * qx,
-                       w * qz + x * qy - y * qx + z * qw, w * qw - x * qx - y * qy - z * qz]
-            previous = scene.joint_positions
-            scene.joint_positions = start_joints + f * (goal_joints - start_joints)
-            scene.joint_velocities = (scene.joint_positions - previous) / 0.05
-            scene.gripper_pose = np.concatenate([start_pose[:3] + f * (self._task.target - start_pose[:3]), rotated])
-            scene.gripper_joints = np.full(2, 0.0 if i == SUCCESS_STEPS else 0.04)
-            scene.step()
-            observations.append(scene.get_observation())
-        return Demo(observations)
+    def _get_live_demos(self, amount: int, callable_each_step=None, max_attempts: int = _MAX_DEMO_ATTEMPTS):
+        demos = []
+        for _ in range(amount):
+            attempts = max_attempts
+            while attempts > 0:
+                random_seed = np.random.get_state()
+                self.reset()
+                try:
+                    demo = self._scene.get_demo(callable_each_step=callable_each_step)
+                    demo.random_seed = random_seed
+                    demos.append(demo)
+                    break
+                except Exception as e:
+                    attempts -= 1
+                    logging.info('Bad demo. ' + str(e))
+            if attempts <= 0:
+                raise RuntimeError('Could not collect demos. Maybe a problem with the task?')
+        return demos
+
+    def reset_to_demo(self, demo):
+        demo.restore_state()
+        variation_index = demo._observations[0].misc["variation_index"]
+        self.set_variation(variation_index)
+        return self.reset(demo)

@@ -4,6 +4,7 @@ import numpy as np
 from pyrep.errors import ConfigurationPathError, IKError
 
 from rlbench.backend.exceptions import InvalidActionError
+from rlbench.backend.scene import pose_matrix
 
 DT = 0.05
 
@@ -44,6 +45,15 @@ def calculate_delta_pose(scene, action: np.ndarray):
     return [a_x + x, a_y + y, a_z + z] + [qx, qy, qz, qw]
 
 
+def _relative_to_tip(scene, pose):
+    """World pose of `pose` given in the tip's frame: position R_tip p + p_tip, rotation q_tip * q."""
+    qx, qy, qz, qw = scene.gripper_pose[3:]
+    tip = pose_matrix(scene.gripper_pose)
+    position = tip[:3, :3] @ np.asarray(pose[:3]) + tip[:3, 3]
+    w, x, y, z = _quaternion_wxyz([qw, qx, qy, qz], [pose[6], pose[3], pose[4], pose[5]])
+    return list(position) + [x, y, z, w]
+
+
 class RelativeFrame(Enum):
     WORLD = 0
     EE = 1
@@ -66,6 +76,7 @@ class JointVelocity(ArmActionMode):
 
 
 class JointPosition(ArmActionMode):
+    """One simulation step towards the joint targets (absolute, or the current positions plus the action)."""
 
     def __init__(self, absolute_mode: bool = True):
         self._absolute_mode = absolute_mode
@@ -73,9 +84,7 @@ class JointPosition(ArmActionMode):
     def action(self, scene, action: np.ndarray):
         assert_action_shape(action, self.action_shape(scene))
         _raw_pyrep_error(action)
-        target = action if self._absolute_mode else scene.joint_positions + action
-        scene.joint_velocities = (target - scene.joint_positions) / DT
-        scene.joint_positions = np.array(target, dtype=np.float64)
+        scene.track_joint_targets(action if self._absolute_mode else scene.joint_positions + action)
         scene.step()
 
 
@@ -88,11 +97,15 @@ class _EndEffectorPose(ArmActionMode):
         self._collision_checking = collision_checking
 
     def _target(self, scene, action):
+        """The world pose the arm is sent to. In the EE frame the action is a pose relative to the current
+        tip (upstream passes relative_to=tip to IK / planning), whatever absolute_mode says."""
         assert_action_shape(action, (7,))
         assert_unit_quaternion(action[3:])
         _raw_pyrep_error(action)
         if not self._absolute_mode and self._frame != RelativeFrame.EE:
             action = calculate_delta_pose(scene, action)
+        if self._frame == RelativeFrame.EE:
+            action = _relative_to_tip(scene, action)
         return np.array(action, dtype=np.float64)
 
     def action(self, scene, action: np.ndarray):
