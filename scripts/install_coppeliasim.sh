@@ -6,7 +6,7 @@
 #   --dry-run               print every command instead of running it
 #   --root DIR              where CoppeliaSim goes (default: $COPPELIASIM_ROOT, else ~/CoppeliaSim); must stay
 #                           writable while PyRep installs (it writes a symlink and settings there)
-#   --python PYTHON         the interpreter (of your virtualenv, Python >= 3.10 for rlbench_vec) to install PyRep
+#   --python PYTHON         the interpreter (of your virtualenv, Python >= 3.11 for rlbench_vec) to install PyRep
 #                           and RLBench into (default: python3)
 #   --skip-system-packages  no apt-get (no root needed; install the packages listed below yourself)
 set -euo pipefail
@@ -28,6 +28,10 @@ SYSTEM_PACKAGES=(
     libfontconfig1 libfreetype6 libdbus-1-3 libglib2.0-0
     # RLBench #17: without these a reset under Xvfb takes about a minute
     libavcodec-dev libavformat-dev libswscale-dev libgl1-mesa-dev
+    # installed by colosseum's and Coppelia Robotics' own CoppeliaSim images: libraries that CoppeliaSim's
+    # bundled plugins load (FireWire and USB devices, exact arithmetic), and dbus-launch for Qt's session
+    # bus (not checked here with ldd: CoppeliaSim cannot be downloaded where this was written)
+    libraw1394-11 libmpfr6 libusb-1.0-0 dbus-x11
 )
 # RLBench's own requirements (its setup.py also pins PyRep by git URL: installed with --no-deps below)
 RLBENCH_REQUIREMENTS=(Pillow pyquaternion scipy natsort "gymnasium>=1.0")
@@ -94,21 +98,26 @@ run mkdir -p "$ROOT"
 run tar -xf "$TARBALL" -C "$ROOT" --strip-components 1
 run rm -f "$TARBALL"
 
-# The variables CoppeliaSim and PyRep need, here and in every later shell that sources ENV_FILE
-export COPPELIASIM_ROOT="$ROOT"
-export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$ROOT"
-export QT_QPA_PLATFORM_PLUGIN_PATH="$ROOT"
+# The variables CoppeliaSim and PyRep need, here and in every later shell that sources ENV_FILE.
+# LD_LIBRARY_PATH and QT_QPA_PLATFORM_PLUGIN_PATH as RLBench's own CI sets them; QT_PLUGIN_PATH lets Qt's
+# xcb plugin find CoppeliaSim's xcbglintegrations/libqxcb-glx-integration.so, without which it has no GLX
+# context ("neither GLX nor EGL are enabled") and cameras render black frames or CoppeliaSim segfaults.
+ENV_LINES="export COPPELIASIM_ROOT=\"$ROOT\"
+export LD_LIBRARY_PATH=\"\${LD_LIBRARY_PATH:+\$LD_LIBRARY_PATH:}\$COPPELIASIM_ROOT:\$COPPELIASIM_ROOT/platforms\"
+export QT_QPA_PLATFORM_PLUGIN_PATH=\"\$COPPELIASIM_ROOT\"
+export QT_PLUGIN_PATH=\"\$COPPELIASIM_ROOT\""
 ENV_FILE="$ROOT/rlbench_env.sh"
-write_file "$ENV_FILE" "export COPPELIASIM_ROOT=\"$ROOT\"
-export LD_LIBRARY_PATH=\"\${LD_LIBRARY_PATH:+\$LD_LIBRARY_PATH:}\$COPPELIASIM_ROOT\"
-export QT_QPA_PLATFORM_PLUGIN_PATH=\"\$COPPELIASIM_ROOT\""
+write_file "$ENV_FILE" "$ENV_LINES"
+eval "$ENV_LINES"
 
 # PyRep builds a cffi extension against libcoppeliaSim: build tools first, no build isolation.
 # (its requirements.txt pins cffi 1.14.2, which has no wheel for current Pythons)
+# CC=gcc: standalone Pythons (uv's, before uv 0.5.10 / uv#9916 rewrote it to cc) name clang as their
+# compiler, which build-essential does not install; gcc is there whatever built the interpreter.
 run "$PYTHON" -m pip install --upgrade pip setuptools wheel "cffi>=1.15" numpy
 run git clone "$PYREP_REPO" "$WORK/PyRep"
 run git -C "$WORK/PyRep" checkout --quiet "$PYREP_REF"
-run_in "$WORK/PyRep" "$PYTHON" -m pip install --no-build-isolation .
+run_in "$WORK/PyRep" env CC=gcc "$PYTHON" -m pip install --no-build-isolation .
 
 run git clone "$RLBENCH_REPO" "$WORK/RLBench"
 run git -C "$WORK/RLBench" checkout --quiet "$RLBENCH_REF"
