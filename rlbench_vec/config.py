@@ -1,16 +1,20 @@
-"""Configuration dataclasses and their validation.
+"""Configuration dataclasses and their validation: the one source of every option and its default.
 
 `EnvConfig` describes one environment (task, observation, action mode) and travels to every worker.
 `VectorConfig` describes the vector engine around the workers and stays in the main process.
-Everything here is plain Python: it never imports a simulator.
+`split_options` routes RLBenchVectorEnv's keyword options to the two. Everything here is plain
+Python: it never imports a simulator.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
+import numbers
 import re
-from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from .errors import ConfigError
 
@@ -26,20 +30,15 @@ LOW_DIM_FIELDS = (
     "gripper_joint_positions",
     "task_low_dim_state",
 )
-DEFAULT_LOW_DIM = (
-    "joint_velocities",
-    "joint_positions",
-    "joint_forces",
-    "gripper_open",
-    "gripper_pose",
-    "gripper_joint_positions",
-    "task_low_dim_state",
-)
+DEFAULT_LOW_DIM = tuple(name for name in LOW_DIM_FIELDS if name != "gripper_matrix")
 ARM_MODES = ("ik", "planning", "joint_velocity", "joint_position")
+POSE_ARM_MODES = ("ik", "planning")
 GRIPPER_MODES = ("discrete", "joint_position")
 BACKENDS = ("auto", "rlbench", "mujoco", "synthetic")
 CHUNK_OBS = ("last", "all")
+AUTORESET_MODES = ("next_step", "same_step", "disabled")
 MAX_CHUNK = 65535  # a step command carries K in 16 bits
+MAX_IMAGE_SIDE = 4096
 
 
 def snake_case(name: str) -> str:
@@ -54,28 +53,59 @@ def camel_case(name: str) -> str:
     return "".join(part.capitalize() for part in snake_case(name).split("_"))
 
 
-def _choose(what: str, value: str, allowed: tuple[str, ...]) -> str:
+def close_matches(value: Any, allowed) -> str:
+    close = difflib.get_close_matches(str(value), list(allowed), n=3)
+    return f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+
+
+def choose(what: str, value: str, allowed: tuple[str, ...]) -> str:
     if value in allowed:
         return value
-    close = difflib.get_close_matches(str(value), allowed, n=3)
-    hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-    raise ConfigError(f"unknown {what} {value!r}.{hint} Choose from: {', '.join(allowed)}.")
+    raise ConfigError(f"unknown {what} {value!r}.{close_matches(value, allowed)} Choose from: {', '.join(allowed)}.")
 
 
-def _choose_all(what: str, values: Any, allowed: tuple[str, ...]) -> tuple[str, ...]:
+def choose_all(what: str, values: Any, allowed: tuple[str, ...]) -> tuple[str, ...]:
     if isinstance(values, str):
         values = (values,)
-    chosen = tuple(_choose(what, v, allowed) for v in values)
+    chosen = tuple(choose(what, v, allowed) for v in values)
     if len(set(chosen)) != len(chosen):
         raise ConfigError(f"{what}s {chosen} name one more than once; list each once.")
     return chosen
+
+
+def integer(name: str, value: Any, low: int, high: int | None = None) -> int:
+    """An integral value (Python or numpy) in [low, high], as int; ConfigError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(f"{name} must be an integer, got {value!r} ({type(value).__name__}).")
+    if value < low or (high is not None and value > high):
+        bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ConfigError(f"{name} must be {bounds}, got {value}.")
+    return int(value)
+
+
+def positive(name: str, value: Any, unit: str = "seconds") -> float:
+    """A finite number > 0 (NaN or inf would disable the guard it sets)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{name} must be a finite number of {unit} > 0, got {value!r}.")
+    return float(value)
+
+
+def flag(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, numbers.Integral)) or value not in (0, 1):
+        raise ConfigError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
 
 
 @dataclass(frozen=True)
 class EnvConfig:
     """What one environment is. Field names follow RLBench's ObservationConfig and action modes.
 
+    task: RLBench task name, snake_case or CamelCase. backend: "auto" (rlbench when installed, else
+    mujoco), "rlbench", "mujoco", "synthetic". cameras / modalities: which images are observed.
     image_size is (width, height) as in RLBench; image arrays are (height, width, ...).
+    low_dim: low-dim fields (None: the backend's default). misc: add each camera's extrinsics,
+    intrinsics, near and far (RLBench's Observation.misc). arm_mode / absolute_mode / gripper_mode:
+    RLBench's MoveArmThenGripper. renderer: backend-specific (mujoco: osmesa, egl, glfw).
     `validated()` resolves backend="auto" and low_dim=None, so a validated config names both.
     """
 
@@ -84,7 +114,8 @@ class EnvConfig:
     cameras: tuple[str, ...] = CAMERAS
     image_size: tuple[int, int] = (128, 128)
     modalities: tuple[str, ...] = ("rgb", "depth", "mask")
-    low_dim: tuple[str, ...] | None = None  # None: the backend's default (Backend.default_low_dim)
+    low_dim: tuple[str, ...] | None = None
+    misc: bool = False
     depth_in_meters: bool = False
     arm_mode: str = "ik"
     absolute_mode: bool = True
@@ -94,32 +125,33 @@ class EnvConfig:
     backend_options: Mapping[str, Any] = field(default_factory=dict)
     video_cameras: tuple[str, ...] = ()  # set by the engine for recording envs: render_rgb must serve these
 
-    def validated(self) -> "EnvConfig":
+    def validated(self) -> EnvConfig:
         """Return a normalised copy, or raise ConfigError naming the bad field and the fix."""
         if not isinstance(self.task, str) or not self.task.strip():
             raise ConfigError(f"task must be a task name such as 'reach_target', got {self.task!r}.")
-        size = tuple(self.image_size)
-        if len(size) != 2 or not all(isinstance(s, int) and s >= 8 for s in size):
-            raise ConfigError(
-                f"image_size must be two integers (width, height), each at least 8, got {self.image_size!r}."
-            )
-        if self.max_episode_steps < 1:
-            raise ConfigError(f"max_episode_steps must be >= 1, got {self.max_episode_steps}.")
+        if not isinstance(self.image_size, (tuple, list)) or len(self.image_size) != 2:
+            raise ConfigError(f"image_size must be two integers (width, height), got {self.image_size!r}.")
+        size = tuple(integer("image_size", s, 8, MAX_IMAGE_SIDE) for s in self.image_size)
+        if not isinstance(self.backend_options, Mapping):
+            raise ConfigError(f"backend_options must be a dict, got {self.backend_options!r}.")
         from .backends import backend_class, resolve_backend  # the registry imports this module
 
-        config = replace(self, task=snake_case(self.task),
-                         backend=resolve_backend(_choose("backend", self.backend, BACKENDS)))
+        config = replace(
+            self, task=snake_case(self.task), backend=resolve_backend(choose("backend", self.backend, BACKENDS)),
+            image_size=size, max_episode_steps=integer("max_episode_steps", self.max_episode_steps, 1),
+            misc=flag("misc", self.misc), depth_in_meters=flag("depth_in_meters", self.depth_in_meters),
+            absolute_mode=flag("absolute_mode", self.absolute_mode),
+        )
         low_dim = backend_class(config.backend).default_low_dim(config) if self.low_dim is None else self.low_dim
         return replace(
             config,
-            cameras=_choose_all("camera", self.cameras, CAMERAS),
-            image_size=size,
-            modalities=_choose_all("modality", self.modalities, MODALITIES),
-            low_dim=_choose_all("low-dim field", low_dim, LOW_DIM_FIELDS),
-            arm_mode=_choose("arm_mode", self.arm_mode, ARM_MODES),
-            gripper_mode=_choose("gripper_mode", self.gripper_mode, GRIPPER_MODES),
+            cameras=choose_all("camera", self.cameras, CAMERAS),
+            modalities=choose_all("modality", self.modalities, MODALITIES),
+            low_dim=choose_all("low-dim field", low_dim, LOW_DIM_FIELDS),
+            arm_mode=choose("arm_mode", self.arm_mode, ARM_MODES),
+            gripper_mode=choose("gripper_mode", self.gripper_mode, GRIPPER_MODES),
             backend_options=dict(self.backend_options),
-            video_cameras=_choose_all("video camera", self.video_cameras, CAMERAS),
+            video_cameras=choose_all("video camera", self.video_cameras, CAMERAS),
         )
 
     @property
@@ -133,7 +165,7 @@ class EnvConfig:
 
 @dataclass(frozen=True)
 class VideoConfig:
-    """Per-env video of chosen cameras, written by each worker (see rlbench_vec.video).
+    """Per-env video of chosen cameras, written by the workers (see rlbench_vec.video).
 
     env_ids: the envs that record (None: all). per_episode: one file per episode, else one per run.
     Frames come from every executed action, sub-steps of a chunk included.
@@ -146,68 +178,127 @@ class VideoConfig:
     per_episode: bool = True
     queue_size: int = 64
 
-    def validated(self, num_envs: int) -> "VideoConfig":
-        cameras = _choose_all("video camera", self.cameras, CAMERAS)
-        if self.fps < 1 or self.queue_size < 1:
-            raise ConfigError(f"video fps and queue_size must be >= 1, got {self.fps} and {self.queue_size}.")
-        env_ids = None if self.env_ids is None else tuple(int(i) for i in self.env_ids)
-        if env_ids is not None and any(not 0 <= i < num_envs for i in env_ids):
-            raise ConfigError(f"video env_ids {env_ids} must lie in [0, {num_envs}).")
-        return replace(self, cameras=cameras, env_ids=env_ids)
+    def validated(self, num_envs: int) -> VideoConfig:
+        cameras = choose_all("video camera", self.cameras, CAMERAS)
+        env_ids = None if self.env_ids is None else tuple(
+            integer("video env_ids", i, 0, num_envs - 1) for i in self.env_ids)
+        return replace(self, cameras=cameras, env_ids=env_ids, fps=integer("video fps", self.fps, 1),
+                       queue_size=integer("video queue_size", self.queue_size, 1))
+
+    def records(self, env: int) -> bool:
+        return self.env_ids is None or env in self.env_ids
 
 
 @dataclass(frozen=True)
 class VectorConfig:
     """How the vector engine runs the workers.
 
+    num_envs: environments. envs_per_worker: how many one worker process runs (None: the backend's
+        choice: 1 for rlbench, whose CoppeliaSim allows one per process; the envs spread over the
+        cores for mujoco and synthetic). A worker steps its envs in turn and renders them with one
+        GL context; a crash or hang restarts that worker's envs, never the others.
+    seed: base seed (env i gets seed + i). copy_obs: return copies instead of shared-memory views.
     max_chunk: the largest K that step_chunk accepts (shared buffers are sized for it).
-    chunk_obs: "last" returns the observation after the last executed action of a chunk;
-        "all" also fills `chunk_observations` with the observation after every sub-step.
-    step_timeout_s / reset_timeout_s: a worker silent for longer is killed and restarted.
-    max_restarts_per_env / max_restarts_total: beyond these a crash loop raises instead.
-    display: None picks per backend (own Xvfb per worker when the simulator needs X);
-        "shared" uses the existing $DISPLAY; a string like ":0.1" or a list (one per worker) pins displays.
+    chunk_obs: "last" returns the observation after the last executed action of a chunk; "all"
+        also fills info["chunk_observations"] with the observation after every sub-step.
+    autoreset_mode: "next_step" (gymnasium's default), "same_step" or "disabled" (see README).
+    eager_reset: with next-step autoreset, a worker resets an env as soon as it has answered the
+        step that ended its episode, so the reset overlaps the policy's compute.
+    spare_envs: extra instances kept reset, which take over an env whose episode ended while its
+        own instance resets (for resets longer than the policy's time per step).
+    step_timeout_s / reset_timeout_s / start_timeout_s: a worker silent for longer is killed and
+        restarted (step_timeout_s is per action and env). max_restarts_per_env /
+        max_restarts_total: beyond these a crash loop raises RestartBudgetExceeded.
+    recycle_after_episodes / max_worker_rss_mb: replace a worker between episodes once its envs
+        ran that many episodes each, or its memory passed that many MB (simulators that leak).
+    display: None picks per backend (own Xvfb per worker when the simulator needs X); "shared" uses
+        the existing $DISPLAY; a string like ":0.1" or a list (one per worker) pins displays.
     cpu_affinity: pin each worker to one core of this local rank's share of the cores.
-    video: per-env video recording, or None.
-    as_torch / device: return torch tensors sharing the shared memory; device="cuda" copies them to
-        the GPU (rlbench_vec.tensors).
+    record: per-env video (True for the defaults, or a VideoConfig).
+    as_torch / device: return torch tensors; device="cuda" delivers them on the GPU (rlbench_vec.tensors).
     """
 
     num_envs: int = 1
+    envs_per_worker: int | None = None
     seed: int | None = 0
     copy_obs: bool = False
     max_chunk: int = 16
     chunk_obs: str = "last"
+    autoreset_mode: str = "next_step"
+    eager_reset: bool = True
+    spare_envs: int = 0
     step_timeout_s: float = 60.0
     reset_timeout_s: float = 300.0
     start_timeout_s: float = 300.0
     max_restarts_per_env: int = 5
     max_restarts_total: int = 50
+    recycle_after_episodes: int | None = None
+    max_worker_rss_mb: float | None = None
     display: str | list[str] | None = None
     cpu_affinity: bool = False
-    video: VideoConfig | None = None
+    record: bool | VideoConfig = False
     as_torch: bool = False
     device: str | None = None
 
-    def validated(self) -> "VectorConfig":
-        if not isinstance(self.num_envs, int) or self.num_envs < 1:
-            raise ConfigError(f"num_envs must be an integer >= 1, got {self.num_envs!r}.")
-        if self.seed is not None and (not isinstance(self.seed, int) or self.seed < 0):
-            raise ConfigError(f"seed must be an integer >= 0 or None, got {self.seed!r}.")
-        if not isinstance(self.max_chunk, int) or not 1 <= self.max_chunk <= MAX_CHUNK:
-            raise ConfigError(f"max_chunk must be an integer in [1, {MAX_CHUNK}], got {self.max_chunk!r}.")
-        _choose("chunk_obs", self.chunk_obs, CHUNK_OBS)
+    def validated(self) -> VectorConfig:
+        n = integer("num_envs", self.num_envs, 1)
+        values: dict[str, Any] = {
+            "num_envs": n,
+            "max_chunk": integer("max_chunk", self.max_chunk, 1, MAX_CHUNK),
+            "chunk_obs": choose("chunk_obs", self.chunk_obs, CHUNK_OBS),
+            "autoreset_mode": choose("autoreset_mode", self.autoreset_mode, AUTORESET_MODES),
+            "spare_envs": integer("spare_envs", self.spare_envs, 0),
+            "max_restarts_per_env": integer("max_restarts_per_env", self.max_restarts_per_env, 0),
+            "max_restarts_total": integer("max_restarts_total", self.max_restarts_total, 0),
+            "record": self._video(n),
+        }
+        for name in ("copy_obs", "eager_reset", "cpu_affinity", "as_torch"):
+            values[name] = flag(name, getattr(self, name))
         for name in ("step_timeout_s", "reset_timeout_s", "start_timeout_s"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name} must be > 0 seconds, got {getattr(self, name)!r}.")
-        if self.max_restarts_per_env < 0 or self.max_restarts_total < 0:
-            raise ConfigError("max_restarts_per_env and max_restarts_total must be >= 0.")
-        if isinstance(self.display, (list, tuple)) and len(self.display) != self.num_envs:
-            raise ConfigError(
-                f"display lists {len(self.display)} displays for {self.num_envs} envs; give one per env "
-                "or a single string for all."
-            )
+            values[name] = positive(name, getattr(self, name))
+        if self.seed is not None:
+            values["seed"] = integer("seed", self.seed, 0)
+        if self.envs_per_worker is not None:
+            values["envs_per_worker"] = integer("envs_per_worker", self.envs_per_worker, 1)
+        if self.recycle_after_episodes is not None:
+            values["recycle_after_episodes"] = integer("recycle_after_episodes", self.recycle_after_episodes, 1)
+        if self.max_worker_rss_mb is not None:
+            values["max_worker_rss_mb"] = positive("max_worker_rss_mb", self.max_worker_rss_mb, "MB")
+        if values["spare_envs"] and values["autoreset_mode"] != "next_step":
+            raise ConfigError("spare_envs take over envs at a next-step autoreset; use autoreset_mode='next_step'.")
         if self.device is not None and not self.as_torch:
             raise ConfigError(f"device={self.device!r} needs as_torch=True (devices hold torch tensors).")
-        video = None if self.video is None else self.video.validated(self.num_envs)
-        return replace(self, video=video)
+        return replace(self, **values)
+
+    def _video(self, num_envs: int) -> VideoConfig | None:
+        if self.record is True:
+            return VideoConfig().validated(num_envs)
+        if self.record is False or self.record is None:
+            return None
+        if not isinstance(self.record, VideoConfig):
+            raise ConfigError(f"record must be True, False or a VideoConfig, got {self.record!r}.")
+        return self.record.validated(num_envs)
+
+    @property
+    def video(self) -> VideoConfig | None:
+        """The validated video settings (a validated config holds a VideoConfig or None in `record`)."""
+        return self.record if isinstance(self.record, VideoConfig) else None
+
+
+ENV_OPTIONS = tuple(f.name for f in fields(EnvConfig) if f.name != "video_cameras")
+VECTOR_OPTIONS = tuple(f.name for f in fields(VectorConfig))
+
+
+def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """RLBenchVectorEnv's keyword options -> (EnvConfig fields, VectorConfig fields)."""
+    unknown = sorted(set(options) - set(ENV_OPTIONS) - set(VECTOR_OPTIONS))
+    if unknown:
+        name = unknown[0]
+        raise ConfigError(f"unknown option {name!r}.{close_matches(name, ENV_OPTIONS + VECTOR_OPTIONS)} "
+                          f"Environment options: {', '.join(ENV_OPTIONS)}. Engine options: {', '.join(VECTOR_OPTIONS)}.")
+    env = {k: v for k, v in options.items() if k in ENV_OPTIONS}
+    vector = {k: v for k, v in options.items() if k in VECTOR_OPTIONS}
+    for name in ("cameras", "modalities", "low_dim", "image_size"):  # lists from JSON or argparse
+        if isinstance(env.get(name), list):
+            env[name] = tuple(env[name])
+    return env, vector

@@ -26,7 +26,7 @@ import time
 from typing import BinaryIO
 
 from .errors import BackendUnavailableError, ConfigError
-from .worker import parent_death_signal
+from .process import parent_death_signal
 
 PER_PROCESS_ENV = "RLBENCH_PER_PROCESS_XVFB"
 XVFB_ARGS = ("-nolisten", "tcp", "-screen", "0", "1280x1024x24", "+extension", "GLX", "+render", "-noreset")
@@ -45,6 +45,13 @@ class Display:
         self.process = process
         self._log = log
 
+    def alive(self) -> bool:
+        """False once the Xvfb this display started has exited."""
+        return self.process is None or self.process.poll() is None
+
+    def facts(self) -> dict:
+        return {"display": self.name, "xvfb_pid": None if self.process is None else self.process.pid}
+
     def close(self) -> None:
         """Stop the Xvfb this display started, if any. Safe to call more than once."""
         process, self.process = self.process, None
@@ -53,6 +60,26 @@ class Display:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+def remove_stale_display_files(facts: dict) -> None:
+    """Remove the socket and lock file of an Xvfb that was killed (it cannot clean up itself)."""
+    pid, name = facts.get("xvfb_pid"), facts.get("display", "")
+    if not pid or not name.startswith(":"):
+        return
+    try:
+        os.kill(pid, 0)
+        return  # still running: its files are its own
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        return
+    number = name[1:].split(".")[0]
+    for path in (f"/tmp/.X11-unix/X{number}", f"/tmp/.X{number}-lock"):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 def _per_process_xvfb() -> bool:

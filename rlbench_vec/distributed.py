@@ -19,7 +19,7 @@ class RankInfo:
     local_world_size: int = 1
 
     @classmethod
-    def from_env(cls) -> "RankInfo":
+    def from_env(cls) -> RankInfo:
         read = lambda name, default: int(os.environ.get(name, default))
         world = read("WORLD_SIZE", 1)
         return cls(read("RANK", 0), world, read("LOCAL_RANK", 0), read("LOCAL_WORLD_SIZE", world))

@@ -35,5 +35,14 @@ class WorkerError(RLBenchVecError, RuntimeError):
         super().__init__(text)
 
 
+class WorkerStartError(WorkerError):
+    """A worker could not start at all (import error, no display, simulator launch failure, a script
+    without `if __name__ == "__main__":`...); carries the worker's own message."""
+
+
+class ResetNeeded(RLBenchVecError, RuntimeError):
+    """With autoreset_mode="disabled", an env whose episode ended was stepped before it was reset."""
+
+
 class RestartBudgetExceeded(RLBenchVecError, RuntimeError):
     """Workers kept crashing or hanging beyond max_restarts_per_env / max_restarts_total."""

@@ -17,7 +17,7 @@ from .errors import ConfigError
 from .vector_env import RLBenchVectorEnv
 
 ENV_ID = "rlbench_vec/RLBench-v0"
-VECTOR_ONLY = ("num_envs", "as_torch", "device")  # options that only make sense for the vector env
+VECTOR_ONLY = ("num_envs", "as_torch", "device", "autoreset_mode", "spare_envs", "envs_per_worker")  # vector-env only
 
 
 def _unbatch_obs(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -3,10 +3,18 @@
 The main process creates and unlinks the block (it is the only owner). Workers map it by name with
 mmap, not SharedMemory, so Python's resource tracker never registers, warns about or unlinks a
 segment from a worker. Segments left by a main process that was killed are swept at the next start.
+
+Results go to two pages (each a slot per env for observations and outcomes) used in turn: while the
+user reads the page a call returned, workers write the next results into the other one. A command
+either names each env's slot (a full batch: slot = env id) or lets the worker claim the next free
+slot of the filling page when its results are ready, so partial batches fill a page in completion
+order and come back as one contiguous block. Claims and page flips take an flock on the segment
+(released by the kernel if its holder dies) and touch three integers of the `control` array.
 """
 
 from __future__ import annotations
 
+import fcntl
 import mmap
 import os
 import secrets
@@ -64,7 +72,7 @@ def segment_owner(name: str) -> int | None:
     """The owner pid of a segment made by `SharedBuffers.create` in this PID namespace, else None.
     Containers sharing /dev/shm (docker --ipc=host) have other namespaces: their pids are not ours
     to test, so their segments are never taken for stale."""
-    parts = name.split("_")
+    parts = name.split("_")  # boot logs add "-<suffix>" to the token, so they are swept alike
     if len(parts) == 4 and parts[0] == PREFIX and parts[1].isdigit() and parts[2] == str(pid_namespace()):
         return int(parts[1])
     return None
@@ -98,6 +106,9 @@ def sweep_stale_segments() -> list[str]:
     return swept
 
 
+FILLING = 0  # control[FILLING]: the page that claims go to; control[1 + page]: that page's claimed slots
+
+
 class SharedBuffers:
     """Named numpy views over one shared block. `create` in the main process, `attach` in a worker."""
 
@@ -107,16 +118,17 @@ class SharedBuffers:
         self.arrays = _views(mapping, fields)
         self._mapping = mapping
         self._owner = owner
+        self._lock_fd = os.open(os.path.join(SHM_DIR, name), os.O_RDWR)  # own open file: own flock
 
     @classmethod
-    def create(cls, arrays: dict[str, tuple[tuple[int, ...], np.dtype]]) -> "SharedBuffers":
+    def create(cls, arrays: dict[str, tuple[tuple[int, ...], np.dtype]]) -> SharedBuffers:
         fields, size = plan_fields(arrays)
         name = segment_name(secrets.token_hex(6))
         block = shared_memory.SharedMemory(name=name, create=True, size=size)
         return cls(name, fields, block.buf, block)
 
     @classmethod
-    def attach(cls, name: str, fields: list[Field]) -> "SharedBuffers":
+    def attach(cls, name: str, fields: list[Field]) -> SharedBuffers:
         fd = os.open(os.path.join(SHM_DIR, name), os.O_RDWR)
         try:
             mapping = mmap.mmap(fd, 0)
@@ -133,9 +145,54 @@ class SharedBuffers:
         cut = len(prefix) + 1
         return {name[cut:]: array for name, array in self.arrays.items() if name.startswith(prefix + "/")}
 
+    def claim(self, envs: np.ndarray) -> tuple[int, int]:
+        """Take the next len(envs) slots of the filling page for these envs: (page, first slot)."""
+        control = self.arrays["control"]
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        try:
+            page = int(control[FILLING])
+            first = int(control[1 + page])
+            # the env ids first, then the count: a holder killed in between leaves no half claim
+            self.arrays[f"page{page}/env"][first:first + len(envs)] = envs
+            control[1 + page] = first + len(envs)
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        return page, first
+
+    def try_flip(self) -> tuple[int, int] | None:
+        """Close the filling page and open the other one, empty: (closed page, its claimed slots).
+        None if a worker holds the lock right now (the main process never blocks on it)."""
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None
+        control = self.arrays["control"]
+        try:
+            page = int(control[FILLING])
+            claimed = int(control[1 + page])
+            control[2 - page] = 0
+            control[FILLING] = 1 - page
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        return page, claimed
+
+    def claimed(self, page: int) -> int:
+        return int(self.arrays["control"][1 + page])
+
+    @property
+    def filling(self) -> int:
+        return int(self.arrays["control"][FILLING])
+
+    def close(self) -> None:
+        """A worker's side: drop the views and the mapping."""
+        self.arrays = {}
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
     def unlink(self) -> None:
         """Drop the views and remove the segment (owner only). Safe to call twice."""
-        self.arrays = {}
+        self.close()
         if self._owner is not None:
             owner, self._owner = self._owner, None
             try:

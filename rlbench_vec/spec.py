@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .backends import backend_class
-from .config import EnvConfig
+from .config import POSE_ARM_MODES, EnvConfig
 
 PANDA_JOINTS = 7
 GRIPPER_BOUNDS = {"discrete": (0.0, 1.0), "joint_position": (0.0, 0.04)}
@@ -45,6 +45,14 @@ def low_dim_spec(name: str, task_state_size: int) -> ArraySpec:
     return ArraySpec(shape, np.dtype(np.float64))
 
 
+CAMERA_MISC = {  # RLBench's Observation.misc entries per camera
+    "extrinsics": ArraySpec((4, 4), np.dtype(np.float64)),  # camera-to-world pose
+    "intrinsics": ArraySpec((3, 3), np.dtype(np.float64)),  # pixels from camera-frame points
+    "near": ArraySpec((), np.dtype(np.float64)),  # clipping planes, metres
+    "far": ArraySpec((), np.dtype(np.float64)),
+}
+
+
 def observation_spec(config: EnvConfig) -> dict[str, ArraySpec]:
     """Every observation key with its per-env shape and dtype, in a stable order."""
     spec = {
@@ -52,6 +60,8 @@ def observation_spec(config: EnvConfig) -> dict[str, ArraySpec]:
         for camera in config.cameras
         for modality in config.modalities
     }
+    if config.misc:
+        spec.update({f"{camera}_camera_{name}": s for camera in config.cameras for name, s in CAMERA_MISC.items()})
     task_state_size = (
         backend_class(config.backend).task_state_size(config) if "task_low_dim_state" in config.low_dim else 0
     )
@@ -61,7 +71,7 @@ def observation_spec(config: EnvConfig) -> dict[str, ArraySpec]:
 
 def action_size(config: EnvConfig) -> int:
     """Arm part then gripper part, as RLBench's MoveArmThenGripper: pose is xyz + quaternion xyzw."""
-    arm = 7 if config.arm_mode in ("ik", "planning") else PANDA_JOINTS
+    arm = 7 if config.arm_mode in POSE_ARM_MODES else PANDA_JOINTS
     return arm + 1
 
 
@@ -70,7 +80,7 @@ def action_bounds(config: EnvConfig) -> tuple[np.ndarray, np.ndarray]:
     size = action_size(config)
     low = np.full(size, -np.inf, dtype=np.float32)
     high = np.full(size, np.inf, dtype=np.float32)
-    if config.arm_mode in ("ik", "planning"):
+    if config.arm_mode in POSE_ARM_MODES:
         low[3:7], high[3:7] = -1.0, 1.0
     low[-1], high[-1] = GRIPPER_BOUNDS[config.gripper_mode]
     return low, high

@@ -28,7 +28,8 @@ from __future__ import annotations
 import ctypes
 import logging
 import weakref
-from typing import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -73,77 +74,84 @@ def unregister_pinned(start: int) -> None:
 
 
 class TensorConverter:
-    """Called by RLBenchVectorEnv on every (obs, reward, terminated, truncated, info) it returns."""
+    """Called by RLBenchVectorEnv on every (obs, reward, terminated, truncated, info) it returns.
+    pages: each page's observation views (rlbench_vec.shm: results alternate between two pages)."""
 
-    def __init__(self, views: Mapping[str, np.ndarray], device: str | None = None):
+    def __init__(self, pages: Sequence[Mapping[str, np.ndarray]], device: str | None = None):
         torch = import_torch()
         self._torch = torch
         self.device = torch.device(device or "cpu")
         if self.device.type not in ("cpu", "cuda"):
             raise ConfigError(f"device must be 'cpu' or 'cuda[:N]', got {device!r}.")
-        self._views = dict(views)
-        self._shared = {key: torch.from_numpy(view) for key, view in self._views.items()}  # made once
-        self._pending = None  # the torch.cuda.Event ending the last DMA that reads shared memory
+        self._pages = [dict(views) for views in pages]
+        self._shared = [{key: torch.from_numpy(view) for key, view in views.items()} for views in self._pages]
+        self._pending: dict[int, Any] = {}  # page -> the torch.cuda.Event ending the last DMA reading it
         self._unregister: weakref.finalize | None = None
         self.pinned = False
         if self.device.type == "cuda":
             self._setup_cuda(device)
 
-    def _setup_cuda(self, device: str) -> None:
+    def _setup_cuda(self, device: str | None) -> None:
         torch = self._torch
         if not torch.cuda.is_available():
             raise ConfigError(f"device={device!r} but torch.cuda is not available (CPU-only torch or no GPU).")
         if self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
         self._stream = torch.cuda.Stream(self.device)
-        start, size = address_span(self._views)
-        # The whole observation span as one byte tensor (the views held above keep the memory mapped),
-        # and where each key lies in it.
-        span = np.ctypeslib.as_array(ctypes.cast(start, ctypes.POINTER(ctypes.c_uint8)), shape=(size,))
-        self._host_span = torch.from_numpy(span)
-        self._layout = {key: (view.__array_interface__["data"][0] - start, view.nbytes, self._shared[key].dtype,
-                              view.shape) for key, view in self._views.items()}
+        self._spans = []
+        for views, shared in zip(self._pages, self._shared):
+            # a page's whole observation span as one byte tensor (the views keep the memory mapped), and
+            # where each key lies in it
+            start, size = address_span(views)
+            span = np.ctypeslib.as_array(ctypes.cast(start, ctypes.POINTER(ctypes.c_uint8)), shape=(size,))
+            layout = {key: (view.__array_interface__["data"][0] - start, view.nbytes, shared[key].dtype, view.shape)
+                      for key, view in views.items()}
+            self._spans.append((torch.from_numpy(span), layout))
+        start, size = address_span({f"{p}/{k}": v for p, views in enumerate(self._pages) for k, v in views.items()})
         self.pinned = register_pinned(start, size)
         if self.pinned:  # unpin when the converter goes, even if close() is never called
             self._unregister = weakref.finalize(self, unregister_pinned, start)
 
-    def __call__(self, result: tuple, full: bool) -> tuple:
+    def __call__(self, result: tuple, page: int, whole_page: bool) -> tuple:
+        """whole_page: obs are the page's shared views themselves (a full batch without copy_obs)."""
         obs, reward, terminated, truncated, info = result
         info = dict(info)
-        # Full batches without copy_obs hand out the shared views themselves.
-        shared = full and all(value is self._views.get(key) for key, value in obs.items())
         small = {"reward": reward, "terminated": terminated, "truncated": truncated}
         if "executed" in info:
             small["executed"] = info["executed"]
         chunk_obs = info.get("chunk_observations")
         if self.device.type == "cpu":
-            out = dict(self._shared) if shared else {k: self._torch.from_numpy(v) for k, v in obs.items()}
+            out = dict(self._shared[page]) if whole_page else {k: self._torch.from_numpy(v) for k, v in obs.items()}
             moved = {k: self._torch.from_numpy(v) for k, v in small.items()}
             if chunk_obs is not None:
                 info["chunk_observations"] = {k: self._torch.from_numpy(v) for k, v in chunk_obs.items()}
         else:
-            out, moved = self._copy_to_cuda(obs if not shared else None, small, chunk_obs, info)
+            out, moved = self._copy_to_cuda(page, None if whole_page else obs, small, chunk_obs, info)
         if "executed" in moved:
             info["executed"] = moved["executed"]
         return out, moved["reward"], moved["terminated"], moved["truncated"], info
 
-    def _copy_to_cuda(self, copies: Mapping[str, np.ndarray] | None, small: Mapping[str, np.ndarray],
+    def _copy_to_cuda(self, page: int, copies: Mapping[str, np.ndarray] | None, small: Mapping[str, np.ndarray],
                       chunk_obs: Mapping[str, np.ndarray] | None, info: dict) -> tuple[dict, dict]:
         """All host-to-device copies of one result, asynchronous, on the side stream. copies: the
-        observations when they are not the shared views (partial batch, copy_obs), else None."""
+        observations when they are not a whole page (a partial batch, or copy_obs), else None."""
         torch = self._torch
         current = torch.cuda.current_stream(self.device)
         staged = lambda a: torch.from_numpy(np.ascontiguousarray(a)).pin_memory()  # pinned, so truly async
+        # a partial batch's rows are views of the (registered, so pinned) page: DMA them directly
+        direct = lambda a: torch.from_numpy(a) if self.pinned and a.flags.c_contiguous and self._in_page(a, page) \
+            else staged(a)  # noqa: E731
         with torch.cuda.stream(self._stream):
             # Allocated on the side stream, so the allocator orders reuse of their memory after this copy.
             if copies is None:
-                span = torch.empty(self._host_span.shape, dtype=torch.uint8, device=self.device)
-                span.copy_(self._host_span if self.pinned else self._host_span.pin_memory(), non_blocking=True)
+                host_span, layout = self._spans[page]
+                span = torch.empty(host_span.shape, dtype=torch.uint8, device=self.device)
+                span.copy_(host_span if self.pinned else host_span.pin_memory(), non_blocking=True)
                 out = {key: span[offset:offset + size].view(dtype).view(shape)
-                       for key, (offset, size, dtype, shape) in self._layout.items()}
+                       for key, (offset, size, dtype, shape) in layout.items()}
                 tensors = [span]
             else:
-                out = {key: staged(value).to(self.device, non_blocking=True) for key, value in copies.items()}
+                out = {key: direct(value).to(self.device, non_blocking=True) for key, value in copies.items()}
                 tensors = list(out.values())
             moved = {key: staged(value).to(self.device, non_blocking=True) for key, value in small.items()}
             tensors += moved.values()
@@ -156,20 +164,27 @@ class TensorConverter:
         for tensor in tensors:
             tensor.record_stream(current)  # freed later: the allocator waits for the user's work too
         current.wait_event(event)  # GPU-side ordering: the host does not block
-        if copies is None and self.pinned:
-            self._pending = event  # this DMA reads the shared slots themselves
+        if self.pinned:
+            self._pending[page] = event  # this DMA may read the page itself
         info["cuda_event"] = event
         return out, moved
 
-    def wait_copies(self) -> None:
-        """Block until no copy still reads the shared observation slots. The engine calls this before
-        a worker may write them again (send, reset, restart)."""
-        if self._pending is not None:
-            self._pending.synchronize()
-            self._pending = None
+    def _in_page(self, array: np.ndarray, page: int) -> bool:
+        host_span, _ = self._spans[page]
+        start = host_span.data_ptr()
+        address = array.__array_interface__["data"][0]
+        return start <= address < start + host_span.numel()
+
+    def wait_copies(self, page: int) -> None:
+        """Block until no copy still reads this page. The engine calls this before workers may write
+        it again."""
+        event = self._pending.pop(page, None)
+        if event is not None:
+            event.synchronize()
 
     def close(self) -> None:
         """Finish the copies in flight and unpin the shared block (before it is unmapped)."""
-        self.wait_copies()
+        for page in list(self._pending):
+            self.wait_copies(page)
         if self._unregister is not None:
             self._unregister()

@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -82,11 +83,11 @@ class VideoRecorder:
         if self.config.per_episode and not self.failed:
             self._queue.put(_NEW_EPISODE)
 
-    def capture(self, backend) -> None:
-        """Render every recorded camera now and queue the frames for encoding."""
+    def capture(self, render: Callable[[str], np.ndarray]) -> None:
+        """Render every recorded camera now (render(camera) -> rgb) and queue the frames for encoding."""
         if self.failed:
             return
-        frames = {camera: backend.render_rgb(camera) for camera in self.config.cameras}
+        frames = {camera: render(camera) for camera in self.config.cameras}
         self._queue.put(frames)
 
     def close(self) -> None:

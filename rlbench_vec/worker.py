@@ -1,269 +1,422 @@
-"""The worker process: owns one backend, runs commands from the main process, writes into shared memory.
+"""The worker process: serves a group of env instances, runs the main process's commands, writes
+results into shared memory and answers each command with one reply frame.
 
-Protocol (over a socket pair): the main process sends a command frame (command, k, seq, payload);
-the worker answers a reply frame (seq, status, payload) exactly once per command. Actions,
-observations, rewards and flags travel through the shared buffers, so on the fast path a frame is a
-12-byte header with no payload: one write and one read system call each way, no pickling.
+Per instance the worker keeps the episode's state: whether its episode is over (so the next command
+autoresets it), whether a reset was already done ahead (eager reset, a restart or a spare), and
+whether a restart must be reported. It reports each env's episode end in its reply's records; the
+main process never re-derives it.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
-import pickle
+import select
 import signal
-import struct
-import threading
 import time
-import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-START, RESET, STEP, CALL, CLOSE = "start", "reset", "step", "call", "close"
-COMMANDS = (START, RESET, STEP, CALL, CLOSE)  # a command's wire code is its index
-COMMAND_CODES = {command: code for code, command in enumerate(COMMANDS)}
-OK, FAILED = 0, 1
-PR_SET_PDEATHSIG = 1
-COMMAND_HEADER = struct.Struct("<BxHIQ")  # command code, k (actions in a step), seq, payload size
-REPLY_HEADER = struct.Struct("<IBxxxdddQ")  # seq, status, exec_s, write_s, reset_s, payload size
-READ_SIZE = 1 << 16
+import numpy as np
 
+from .backends.base import EnvGroup, failure
+from .config import EnvConfig, VideoConfig
+from .process import die_with_parent, release_boot_output
+from .protocol import (
+    AUTORESET,
+    CALL,
+    CLAIM,
+    CLOSE,
+    EPISODE_OVER,
+    ERROR,
+    FAILED,
+    HAS_PAYLOAD,
+    HOLD,
+    NOTICE,
+    OBSERVE,
+    OK,
+    RECORD,
+    RESET,
+    RESTARTED,
+    RESULT,
+    SPARE,
+    STEP,
+    command_reader,
+    send_reply,
+)
+from .shm import SharedBuffers
 
-def _write_all(fd: int, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _write_frame(fd: int, header: struct.Struct, *fields: float, body: bytes = b"") -> None:
-    """Header and body are written separately: a large body (demos) is never copied to join them."""
-    if not body:  # the fast path: a header of a few bytes, which a socket takes whole
-        os.write(fd, header.pack(*fields, 0))
-        return
-    _write_all(fd, header.pack(*fields, len(body)))
-    _write_all(fd, body)
-
-
-def _read_frame(fd: int, header: struct.Struct) -> tuple[tuple, Any]:
-    """One frame: fixed header then an optional pickled payload. EOFError when the peer is gone."""
-    data = os.read(fd, READ_SIZE)
-    while len(data) < header.size:
-        more = os.read(fd, READ_SIZE)
-        if not more:
-            raise EOFError("peer closed the connection")
-        data += more
-    *fields, size = header.unpack_from(data)
-    if not size:
-        return tuple(fields), None
-    body = bytearray(size)  # filled in place: appending to bytes would copy it on every read
-    got = len(data) - header.size
-    body[:got] = data[header.size:]
-    view = memoryview(body)
-    while got < size:
-        count = os.readv(fd, [view[got:]])
-        if not count:
-            raise EOFError("peer closed the connection")
-        got += count
-    return tuple(fields), pickle.loads(body)
-
-
-def dumps(payload: Any) -> bytes:
-    return b"" if payload is None else pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def send_command(fd: int, command: str, seq: int, k: int = 0, body: bytes = b"") -> None:
-    """body: the pickled argument (`dumps`), made by the caller before it commits to sending."""
-    _write_frame(fd, COMMAND_HEADER, COMMAND_CODES[command], k, seq, body=body)
-
-
-def read_command(fd: int) -> tuple[str, int, int, Any]:
-    (code, k, seq), payload = _read_frame(fd, COMMAND_HEADER)
-    return COMMANDS[code], k, seq, payload
-
-
-def send_reply(fd: int, seq: int, status: int, payload: Any = None, times: Sequence[float] = (0.0, 0.0, 0.0)) -> None:
-    """times: the worker's seconds in this command: backend steps, observation writes, resets."""
-    _write_frame(fd, REPLY_HEADER, seq, status, *times, body=dumps(payload))
-
-
-def read_reply(fd: int) -> tuple[int, int, tuple[float, float, float], Any]:
-    (seq, status, *times), payload = _read_frame(fd, REPLY_HEADER)
-    return seq, status, tuple(times), payload
+REWARD, TERMINATED, TRUNCATED, EXECUTED = range(4)  # rows of a slot's `outcome` block (4, max_chunk)
+EXEC, WRITE, RESET_TIME = range(3)  # columns of the per-instance seconds not yet reported
+NO_RECORDS = np.zeros(0, RECORD)
 
 
 @dataclass(frozen=True)
 class WorkerSpec:
     """Everything a worker needs, pickled once at spawn."""
 
-    env_index: int
-    config: Any  # EnvConfig
+    worker_index: int
+    instances: tuple[int, ...]  # global instance numbers: they name and seed the simulators
+    config: EnvConfig
     shm_name: str
     fields: list
-    display: Any
     max_chunk: int
     chunk_obs: str
-    parent_pid: int
+    autoreset_mode: str
+    eager_reset: bool
+    display: Any
     cpu_affinity: tuple[int, ...] | None = None
+    video: VideoConfig | None = None
+    parent_pid: int = 0
     parent_is_main_thread: bool = True
-    video: Any = None  # VideoConfig when this env records
 
 
-def parent_death_signal() -> Callable[[], int]:
-    """A call that makes the kernel SIGKILL the calling process when its parent thread exits. The
-    libc lookup happens here, so the call itself is safe in a preexec_fn after fork."""
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    return lambda: prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+class Delivery:
+    """What one command delivers for m entries: flags and outcomes per entry, and payload pieces
+    (info, error, final observation) for the entries that have any."""
+
+    def __init__(self, m: int, k: int):
+        self.flags = np.zeros(m, np.uint8)
+        self.outcome = np.zeros((m, 4, max(k, 1)))
+        self.extra: dict[int, dict[str, Any]] = {}
+
+    def info(self, position: int) -> dict[str, Any]:
+        return self.extra.setdefault(position, {}).setdefault("info", {})
+
+    def error(self, position: int, error: tuple[str, str]) -> None:
+        self.extra.setdefault(position, {})["error"] = error
+        self.flags[position] |= ERROR
 
 
-def die_with_parent(parent_pid: int, parent_is_main_thread: bool) -> None:
-    """Exit when the main process dies, even by SIGKILL: a watchdog thread that sees the worker
-    re-parented, plus the kernel's parent-death signal, which also ends a worker stuck in C code.
-    That signal fires when the spawning *thread* exits, so it is armed only for a main thread."""
-    if parent_is_main_thread:
-        try:
-            parent_death_signal()()
-        except (OSError, AttributeError):
-            pass
+class Runner:
+    """Runs the commands of one worker over its EnvGroup."""
 
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="rlbench_vec-parent-watchdog", daemon=True).start()
-
-
-REWARD, TERMINATED, TRUNCATED, EXECUTED = range(4)  # rows of an env's `outcome` block (4, max_chunk)
-
-
-class EpisodeRunner:
-    """Runs reset/step/chunks on the backend, with gymnasium's next-step autoreset and truncation.
-
-    Per env, shared memory holds `outcome` (4, max_chunk): reward, terminated, truncated, executed
-    for the first k columns, k being the last command's action count (later columns are stale).
-    `times` collects the seconds of the current command (backend steps, observation writes,
-    resets); they travel in the reply's header.
-    """
-
-    def __init__(self, backend, buffers, spec: WorkerSpec, recorder=None):
-        i = spec.env_index
-        self.backend = backend
-        self.recorder = recorder
+    def __init__(self, group: EnvGroup, buffers: SharedBuffers, spec: WorkerSpec):
+        g = group.size
+        self.group = group
+        self.buffers = buffers
+        self.spec = spec
+        self.mode = spec.autoreset_mode
         self.max_steps = spec.config.max_episode_steps
-        self.obs = buffers.row("obs", i)
-        chunk_obs = buffers.row("chunk_obs", i) if spec.chunk_obs == "all" else None
-        # one output dict per sub-step, built once: backends may cache per output dict
-        self.chunk_slots = None if chunk_obs is None else [
-            {key: view[j, ...] for key, view in chunk_obs.items()} for j in range(spec.max_chunk)
+        self.env = np.full(g, -1, np.int32)  # the env each instance serves (-1: a spare)
+        self.over = np.ones(g, bool)  # the next command resets it (never started, or the episode ended)
+        self.ready = np.zeros(g, bool)  # reset done ahead; its info waits in reset_infos
+        self.notice = np.zeros(g, bool)  # restarted: report it with the next command
+        self.reset_failed = np.zeros(g, bool)  # its last reset raised: retry when asked, not ahead
+        self.elapsed = np.zeros(g, np.int64)
+        self.reset_infos: list[Any] = [None] * g
+        self.seconds = np.zeros((g, 3))
+        self.actions = buffers.arrays["actions"]
+        self.pages = [
+            {"obs": buffers.group(f"page{p}/obs"), "outcome": buffers.arrays[f"page{p}/outcome"],
+             "env": buffers.arrays[f"page{p}/env"]}
+            for p in (0, 1)
         ]
-        self.actions = buffers.arrays["actions"][i]
-        self.outcome = buffers.arrays["outcome"][i]
-        self.times = [0.0, 0.0, 0.0]
-        self.episode_over = True
-        self.elapsed = 0
+        # the observation after sub-step t of a chunk: one views dict per page and t, made once
+        self.chunk_views = [
+            [{key: view[:, t] for key, view in buffers.group(f"page{p}/chunk").items()} for t in range(spec.max_chunk)]
+            for p in (0, 1)
+        ] if spec.chunk_obs == "all" else None
+        self.recorders: dict[int, Any] = {}
 
-    def take_times(self) -> list[float]:
-        """This command's times, for its reply; the runner starts a new list for the next one."""
-        times, self.times = self.times, [0.0, 0.0, 0.0]
-        return times
-
-    def _write(self, out) -> None:
+    # ------------------------------------------------------------------ resets
+    def _reset(self, local: np.ndarray, seeds: list, options: list) -> None:
+        """Reset these instances now; their infos wait in reset_infos until delivered."""
+        if not len(local):
+            return
         start = time.perf_counter()
-        self.backend.write_observation(out)
-        self.times[1] += time.perf_counter() - start
+        infos = self.group.reset(local, seeds, options)
+        self.seconds[local, RESET_TIME] += (time.perf_counter() - start) / len(local)
+        for i, info in zip(local.tolist(), infos):
+            self.reset_infos[i] = info
+            self.reset_failed[i] = isinstance(info, tuple)
+        self.elapsed[local] = 0
+        self.ready[local] = True
 
-    def reset(self, seed: int | None, options: dict | None) -> dict:
-        start = time.perf_counter()
-        info = self.backend.reset(seed, options)
-        self.times[2] += time.perf_counter() - start
-        self._write(self.obs)
-        self.episode_over, self.elapsed = False, 0
-        if self.recorder is not None:
-            self.recorder.start_episode()
-            self.recorder.capture(self.backend)
-        return info
+    def reset_one_ahead(self) -> bool:
+        """Eager reset: reset one instance whose episode is over. False when none is left."""
+        waiting = np.flatnonzero(self.over & ~self.ready & ~self.reset_failed)
+        if not len(waiting):
+            return False
+        self._reset(waiting[:1], [None], [None])
+        return True
 
-    def step(self, k: int) -> dict | None:
-        """Run up to k actions; stop at the episode's end. Next-step autoreset: a command that
-        arrives after the episode ended resets instead and executes nothing."""
-        outcome = self.outcome
-        if self.episode_over:
-            outcome[:, :k] = 0.0
-            info = self.reset(None, None)
-            info["autoreset"] = True
-            return info
-        infos: dict[str, Any] = {}
-        start = time.perf_counter()
-        for j in range(k):
-            result = self.backend.step(self.actions[j])
-            self.elapsed += 1
-            truncated = self.elapsed >= self.max_steps and not result.terminated
-            outcome[:, j] = (result.reward, result.terminated, truncated, True)
-            if result.info:
-                infos.update(result.info)
-            self.episode_over = bool(result.terminated) or truncated
-            if self.recorder is not None:
-                self.recorder.capture(self.backend)
-            if self.chunk_slots is not None:
-                self.times[0] += time.perf_counter() - start
-                self._write(self.chunk_slots[j])
-                start = time.perf_counter()
-            if self.episode_over:
-                break
-        self.times[0] += time.perf_counter() - start
-        if j + 1 < k:
-            outcome[:, j + 1:k] = 0.0  # actions after the episode's end did not run
-        if self.chunk_slots is None:
-            self._write(self.obs)
+    def _take_reset(self, delivery: Delivery, position: int, i: int) -> None:
+        """Deliver instance i's pending reset: its info, or its failure (the episode stays over)."""
+        info = self.reset_infos[i]
+        self.reset_infos[i] = None
+        self.ready[i] = False
+        if isinstance(info, tuple):
+            delivery.error(position, info)
+            delivery.flags[position] |= EPISODE_OVER
+            self.over[i] = True
         else:
-            for key, view in self.obs.items():
-                view[...] = self.chunk_slots[j][key]
-        return infos or None
+            self.over[i] = False
+            delivery.info(position).update(info or {})
+            self._start_video(i)
+
+    # ------------------------------------------------------------------ commands
+    def step(self, page: int, k: int, entries: np.ndarray) -> tuple[np.ndarray, dict | None]:
+        local, envs = entries["instance"], entries["env"]
+        self.env[local] = envs
+        m = len(local)
+        d = Delivery(m, k)
+        notice = self.notice[local]
+        autoreset = self.over[local] & ~notice
+        for position in np.flatnonzero(notice).tolist():
+            self._notify(d, position, int(local[position]))
+        for position in np.flatnonzero(autoreset).tolist():
+            i = int(local[position])
+            if not self.ready[i]:
+                self._reset(local[position:position + 1], [None], [None])
+            d.flags[position] |= AUTORESET
+            d.info(position)["autoreset"] = True
+            self._take_reset(d, position, i)
+        every = self.chunk_views is not None  # sub-step observations need their slots at once
+        slots, pages = self._slots(page, entries, every)
+        self._run(d, local, envs, k, np.flatnonzero(~(notice | autoreset)), slots if every else None, pages)
+        if not every:
+            slots, pages = self._slots(page, entries, True)
+        return self._deliver(d, entries, slots, pages, k)
+
+    def _notify(self, d: Delivery, position: int, i: int) -> None:
+        """A restart replaced the command in flight: the episode was cut (truncated), the instance
+        already started a new one. With next-step autoreset the next command is a free autoreset."""
+        self.notice[i] = False
+        d.flags[position] |= RESTARTED
+        d.outcome[position, TRUNCATED, 0] = 1.0
+        info = self.reset_infos[i]
+        self.reset_infos[i] = {} if self.mode == "next_step" else None
+        if isinstance(info, tuple):
+            d.error(position, info)
+        elif info:
+            d.info(position).update(info)
+        if self.mode == "same_step":
+            self.over[i], self.ready[i] = False, False
+        else:
+            d.flags[position] |= EPISODE_OVER
+            self.over[i] = True
+
+    def _run(self, d: Delivery, local: np.ndarray, envs: np.ndarray, k: int, active: np.ndarray,
+             slots: np.ndarray | None, pages: np.ndarray | None) -> None:
+        """Up to k actions for the entries at `active`, each stopping at its episode's end."""
+        for t in range(k):
+            if not len(active):
+                return
+            i = local[active]
+            result = self.group.step(i, self.actions[envs[active], t])
+            self.seconds[i, EXEC] += result.seconds / len(i)
+            self.elapsed[i] += 1
+            terminated = result.terminated.astype(bool)
+            truncated = (self.elapsed[i] >= self.max_steps) & ~terminated
+            for j, error in result.errors.items():
+                d.error(int(active[j]), error)
+                terminated[j] = False  # not the task's termination: the episode is simply over
+            block = d.outcome[active, :, t]
+            block[:, REWARD], block[:, TERMINATED], block[:, TRUNCATED], block[:, EXECUTED] = (
+                result.reward, terminated, truncated, 1.0)
+            d.outcome[active, :, t] = block
+            for j, info in result.infos.items():
+                d.info(int(active[j])).update(info)
+            self._capture(i)
+            if slots is not None and pages is not None:
+                for j, error in self._observe(i, slots[active], pages[active], t).items():
+                    d.error(int(active[j]), error)
+            ended = terminated | truncated | np.isin(np.arange(len(i)), list(result.errors))
+            if ended.any():
+                self._end(d, active[ended], local[active[ended]])
+            active = active[~ended]
+
+    def _end(self, d: Delivery, positions: np.ndarray, local: np.ndarray) -> None:
+        if self.mode != "same_step":
+            d.flags[positions] |= EPISODE_OVER
+            self.over[local], self.ready[local] = True, False
+            return
+        # same-step autoreset: the final observation goes into the info, the slot gets the new episode's
+        final = [{key: np.empty(view.shape[1:], view.dtype) for key, view in self.pages[0]["obs"].items()}
+                 for _ in range(len(local))]
+        for i, out in zip(local.tolist(), final):
+            self.group.write_one(i, out)
+        self._reset(local, [None] * len(local), [None] * len(local))
+        for j, (position, i) in enumerate(zip(positions.tolist(), local.tolist())):
+            final_info = d.extra.get(position, {}).pop("info", {})
+            self._take_reset(d, position, i)
+            d.info(position).update(final_obs=final[j], final_info=final_info)
+
+    def _slots(self, page: int, entries: np.ndarray, claim: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Each entry's (slot, page): its fixed destination, or a claimed slot of the filling page.
+        (None, None) while claims are deferred and some entry needs one."""
+        dest = entries["dest"]
+        claims = np.flatnonzero(dest == CLAIM)
+        if len(claims) and not claim:
+            return None, None
+        slots = dest.astype(np.int64)
+        pages = np.full(len(dest), page, np.int64)
+        if len(claims):
+            pages[claims], first = self.buffers.claim(entries["env"][claims])
+            slots[claims] = first + np.arange(len(claims))
+        return slots, pages
+
+    def _observe(self, local: np.ndarray, slots: np.ndarray, pages: np.ndarray,
+                 t: int | None = None) -> dict[int, tuple[str, str]]:
+        """Observations into their slots: the result's, or (t) a chunk's sub-step t. Returns the
+        failures by position."""
+        start = time.perf_counter()
+        errors = {}
+        for p in (0, 1):
+            on = np.flatnonzero(pages == p)
+            if len(on):
+                views = self.pages[p]["obs"] if t is None or self.chunk_views is None else self.chunk_views[p][t]
+                errors.update({int(on[j]): e for j, e in self.group.observe(local[on], views, slots[on]).items()})
+        self.seconds[local, WRITE] += (time.perf_counter() - start) / max(1, len(local))
+        return errors
+
+    def _deliver(self, d: Delivery, entries: np.ndarray, slots: np.ndarray | None, pages: np.ndarray | None,
+                 k: int) -> tuple[np.ndarray, dict | None]:
+        """Write outcomes and observations of the entries with a destination; build the records."""
+        local, envs = entries["instance"], entries["env"]
+        delivered = entries["dest"] != HOLD
+        if slots is not None and pages is not None and delivered.any():
+            for p in (0, 1):
+                on = delivered & (pages == p)
+                if on.any():
+                    page = self.pages[p]
+                    page["env"][slots[on]] = envs[on]
+                    page["outcome"][slots[on]] = 0.0  # columns past k would be stale otherwise
+                    page["outcome"][slots[on], :, :k] = d.outcome[on, :, :k]
+            # an env whose reset failed has no observation to write: its slot is left alone
+            seen = np.flatnonzero(delivered & ~((d.flags & ERROR != 0) & (d.flags & EPISODE_OVER != 0)
+                                               & (d.outcome[:, EXECUTED].sum(axis=1) == 0)))
+            for j, error in self._observe(local[seen], slots[seen], pages[seen]).items():
+                d.error(int(seen[j]), error)
+                d.flags[seen[j]] |= EPISODE_OVER
+                self.over[local[seen[j]]] = True
+        records = np.zeros(len(local), RECORD)
+        records["env"] = envs
+        records["slot"] = np.where(delivered, slots if slots is not None else -1, -1)
+        records["page"] = pages if pages is not None else 0
+        records["flags"] = d.flags
+        for column, name in ((EXEC, "exec_s"), (WRITE, "write_s"), (RESET_TIME, "reset_s")):
+            records[name] = self.seconds[local, column]
+        self.seconds[local] = 0.0
+        payload = {int(envs[p]): extra for p, extra in d.extra.items() if extra}
+        records["flags"][list(d.extra)] |= HAS_PAYLOAD
+        return records, payload or None
+
+    def reset(self, page: int, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None]:
+        """payload: (seeds, options, kinds), one each per entry (see protocol's reset kinds)."""
+        seeds, options, kinds = payload
+        kinds = np.asarray(kinds)
+        local, envs = entries["instance"], entries["env"]
+        self.env[local] = np.where(kinds == SPARE, -1, envs)
+        # a reset done ahead (eager, after a restart) serves a reset that asks for no seed or options
+        done_ahead = self.ready[local] & np.array([s is None and not o for s, o in zip(seeds, options)], bool)
+        again = np.flatnonzero((kinds != OBSERVE) & ~(done_ahead & (kinds == RESULT)))
+        self._reset(local[again], [seeds[j] for j in again], [options[j] for j in again])
+        d = Delivery(len(local), 1)
+        for position, (i, kind) in enumerate(zip(local.tolist(), kinds.tolist())):
+            if kind == OBSERVE:
+                continue
+            if kind == NOTICE:
+                self._notify(d, position, i)
+            elif entries["dest"][position] == HOLD or kind == SPARE:
+                self.over[i], self.notice[i] = True, kind != SPARE  # the reset waits for the env's next command
+                if isinstance(self.reset_infos[i], tuple):
+                    d.error(position, self.reset_infos[i])
+            else:
+                if self.notice[i]:
+                    self.notice[i] = False
+                    d.flags[position] |= RESTARTED
+                self._take_reset(d, position, i)
+        slots, pages = self._slots(page, entries, True)
+        return self._deliver(d, entries, slots, pages, 1)
+
+    def call(self, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None]:
+        name, args, kwargs, ends_episode = payload
+        results: dict[int, Any] = {}
+        records = np.zeros(len(entries), RECORD)
+        records["env"], records["slot"] = entries["env"], -1
+        for position, (i, env) in enumerate(zip(entries["instance"].tolist(), entries["env"].tolist())):
+            try:
+                results[env] = {"result": self.group.call(i, name, args, kwargs)}
+            except Exception as error:
+                results[env] = {"error": failure(error)}
+                records["flags"][position] |= ERROR
+            if ends_episode:  # the env resets at its next command (or ahead of it)
+                self.over[i], self.ready[i] = True, False
+        records["flags"] |= HAS_PAYLOAD
+        return records, results
+
+    # ------------------------------------------------------------------ video
+    def _recorder(self, i: int):
+        video, env = self.spec.video, int(self.env[i])
+        if video is None or env < 0 or not video.records(env):
+            return None
+        recorder = self.recorders.get(env)
+        if recorder is None:
+            from .video import VideoRecorder
+
+            recorder = self.recorders[env] = VideoRecorder(video, env)
+        return recorder
+
+    def _start_video(self, i: int) -> None:
+        recorder = self._recorder(i)
+        if recorder is not None:
+            recorder.start_episode()
+            recorder.capture(lambda camera: self.group.render_rgb(i, camera))
+
+    def _capture(self, local: np.ndarray) -> None:
+        if self.spec.video is None:
+            return
+        for i in local.tolist():
+            recorder = self._recorder(i)
+            if recorder is not None:
+                recorder.capture(lambda camera, i=i: self.group.render_rgb(i, camera))
+
+    def close(self) -> None:
+        for recorder in self.recorders.values():
+            recorder.close()
+        self.group.close()
 
 
-def serve(fd: int, runner: EpisodeRunner) -> None:
-    """Answer commands until CLOSE or until the main process hangs up."""
+def serve(fd: int, runner: Runner) -> None:
+    """Answer commands until CLOSE or until the main process hangs up. Between commands, reset the
+    instances whose episode ended (eager reset), one at a time, while no command waits."""
+    reader = command_reader(fd)
+    eager = runner.spec.eager_reset and runner.mode == "next_step"
     while True:
         try:
-            command, k, seq, payload = read_command(fd)
+            (command, page, k, seq), entries, payload = reader.read()
         except (EOFError, OSError):
+            return
+        if command == CLOSE:
+            send_reply(fd, seq, OK, NO_RECORDS)
             return
         try:
             if command == STEP:
-                data = runner.step(k)
+                records, out = runner.step(page, k, entries)
             elif command == RESET:
-                data = runner.reset(*payload)
+                records, out = runner.reset(page, entries, payload)
             elif command == CALL:
-                name, args, kwargs, ends_episode = payload
-                target = getattr(runner.backend, name)
-                data = target(*args, **kwargs) if callable(target) else target
-                runner.episode_over = runner.episode_over or ends_episode
-            elif command == CLOSE:
-                send_reply(fd, seq, OK)
-                return
+                records, out = runner.call(entries, payload)
             else:
                 raise ValueError(f"unexpected command {command!r}")
-            send_reply(fd, seq, OK, data, runner.take_times())
-        except Exception as error:  # the main process decides what a backend error means
-            if command != CALL:  # a failed step or reset leaves the episode in an unknown state
-                runner.episode_over = True
-            send_reply(fd, seq, FAILED, failure(error), runner.take_times())
-
-
-def failure(error: BaseException) -> tuple[str, str]:
-    return f"{type(error).__name__}: {error}", traceback.format_exc()
+            send_reply(fd, seq, OK, records, out)
+        except Exception as error:  # a fault of the worker itself: the main process replaces it
+            send_reply(fd, seq, FAILED, NO_RECORDS, failure(error))
+        while eager and not reader.pending() and not select.select([fd], [], [], 0)[0]:
+            if not runner.reset_one_ahead():
+                break
 
 
 def worker_main(spec: WorkerSpec, conn) -> None:
     """Entry point of a spawned worker process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
-    die_with_parent(spec.parent_pid, spec.parent_is_main_thread)
-
     from .backends import backend_class
-    from .shm import SharedBuffers
 
-    display = backend = recorder = None
+    display = runner = None
+    group: EnvGroup | None = None
+    fd = conn.fileno()
+    die_with_parent(spec.parent_pid, spec.parent_is_main_thread, lambda: display is None or display.alive())
     try:
         # Simulators are throughput work: SCHED_BATCH stops a worker woken by a command from
         # preempting the main process while it is still sending the rest of the batch.
@@ -275,32 +428,39 @@ def worker_main(spec: WorkerSpec, conn) -> None:
         if backend_type.needs_display(spec.config) or spec.display is not None:
             from .display import open_display
 
-            display = open_display(spec.display, backend_type.needs_display(spec.config), spec.env_index)
+            display = open_display(spec.display, backend_type.needs_display(spec.config), spec.worker_index)
             if display is not None:
                 os.environ["DISPLAY"] = display.name
         buffers = SharedBuffers.attach(spec.shm_name, spec.fields)
-        backend = backend_type(spec.config, spec.env_index)
-        if spec.video is not None:
-            from .video import VideoRecorder
-
-            recorder = VideoRecorder(spec.video, spec.env_index)
-        runner = EpisodeRunner(backend, buffers, spec, recorder)
+        group = backend_type.make_group(spec.config, spec.instances)
+        runner = Runner(group, buffers, spec)
     except Exception as error:
-        send_reply(conn.fileno(), 0, FAILED, failure(error))
-        _shutdown(recorder, backend, display)
+        send_reply(fd, 0, FAILED, NO_RECORDS, failure(error))
+        _shutdown(group, display)
         return
-    send_reply(conn.fileno(), 0, OK, os.getpid())
+    send_reply(fd, 0, OK, NO_RECORDS, _facts(display))
+    release_boot_output()
     try:
-        serve(conn.fileno(), runner)
+        serve(fd, runner)
     finally:
-        _shutdown(recorder, backend, display)
+        _shutdown(runner, display)
+
+
+def _facts(display) -> dict[str, Any]:
+    facts: dict[str, Any] = {"pid": os.getpid()}
+    if display is not None:
+        facts.update(display.facts())
+    return facts
 
 
 def _shutdown(*resources) -> None:
-    """Close in order: the recorder flushes its last file, then the simulator, then its display."""
+    """Close in order: the runner (recorders flush their files, then the simulators), then the display."""
     for resource in resources:
         if resource is not None:
             try:
                 resource.close()
             except Exception:
+                import traceback
+
                 traceback.print_exc()
+

@@ -164,7 +164,7 @@ def test_observations_config_mapping_and_episode_flow(double, rlbench_env):
     assert arm["absolute_mode"] and not arm["collision_checking"] and arm["frame"] == "WORLD"
 
     actions = pose_actions(2)
-    _, reward, terminated, _, _ = env.step(actions)
+    obs, reward, terminated, _, _ = env.step(actions)
     assert reward.dtype == np.float64 and np.all(reward < 0)  # shaped: minus the distance to the target
     before = {k: v.copy() for k, v in obs.items()}
     bad = actions.copy()

@@ -29,13 +29,13 @@ def fake_result(views: dict[str, np.ndarray], n: int, **info) -> tuple:
 
 def test_converter_hands_out_the_same_zero_copy_tensors_for_full_batches():
     views = {"rgb": np.zeros((2, 4, 4, 3), np.uint8), "pose": np.zeros((2, 7))}
-    convert = TensorConverter(views)
-    obs, reward, terminated, truncated, info = convert(fake_result(views, 2), full=True)
+    convert = TensorConverter([views, views])
+    obs, reward, terminated, truncated, info = convert(fake_result(views, 2), page=0, whole_page=True)
     assert all(same_memory(obs[k], views[k]) for k in views)
     assert obs["rgb"].dtype == torch.uint8 and obs["pose"].dtype == torch.float64
     views["pose"][1, 3] = 5.0  # a worker writing the next observation shows through
     assert obs["pose"][1, 3] == 5.0
-    again = convert(fake_result(views, 2), full=True)[0]
+    again = convert(fake_result(views, 2), page=0, whole_page=True)[0]
     assert all(again[k] is obs[k] for k in views)  # made once, reused
     assert reward.tolist() == [0.0, 1.0] and terminated.dtype == torch.bool and truncated.all()
     assert info == {}
@@ -43,9 +43,9 @@ def test_converter_hands_out_the_same_zero_copy_tensors_for_full_batches():
 
 def test_converter_converts_copies_without_touching_the_shared_views():
     views = {"pose": np.arange(14.0).reshape(2, 7)}
-    convert = TensorConverter(views)
+    convert = TensorConverter([views, views])
     gathered = {"pose": views["pose"][[1]]}  # what a partial recv or copy_obs=True hands over
-    obs, reward, *_ = convert((gathered, np.zeros(1), np.zeros(1, bool), np.zeros(1, bool), {}), full=False)
+    obs, reward, *_ = convert((gathered, np.zeros(1), np.zeros(1, bool), np.zeros(1, bool), {}), page=0, whole_page=False)
     assert obs["pose"].tolist() == [views["pose"][1].tolist()]
     assert same_memory(obs["pose"], gathered["pose"]) and not same_memory(obs["pose"], views["pose"])
 
@@ -54,8 +54,8 @@ def test_converter_turns_per_step_info_into_tensors_and_keeps_metadata():
     views = {"pose": np.zeros((2, 7))}
     chunk = {"pose": np.zeros((2, 4, 7))}
     executed = np.ones((2, 4), bool)
-    _, _, _, _, info = TensorConverter(views)(
-        fake_result(views, 2, executed=executed, chunk_observations=chunk, env_id=np.arange(2)), full=True)
+    _, _, _, _, info = TensorConverter([views, views])(
+        fake_result(views, 2, executed=executed, chunk_observations=chunk, env_id=np.arange(2)), page=0, whole_page=True)
     assert info["executed"].dtype == torch.bool and info["executed"].shape == (2, 4)
     assert same_memory(info["chunk_observations"]["pose"], chunk["pose"])
     assert isinstance(info["env_id"], np.ndarray)
@@ -97,32 +97,38 @@ def test_step_returns_tensors_over_shared_memory(make_env):
     ref_obs, _ = reference.reset(seed=4)
     assert set(obs) == set(ref_obs) and "descriptions" in info
     actions = np.random.default_rng(0).uniform(-1, 1, (3, 8))
-    for _ in range(3):
+    pages = [obs]
+    for _ in range(4):
         step = env.step(actions)
         ref = reference.step(actions)
-        assert all(step[0][k] is obs[k] for k in obs)  # same tensors, data updated in place
         assert all(np.array_equal(step[0][k].numpy(), ref[0][k]) for k in obs)
         for tensor, array in zip(step[1:4], ref[1:4]):
             assert isinstance(tensor, torch.Tensor) and np.array_equal(tensor.numpy(), array)
-    assert all(same_memory(obs[k], env._obs[k]) for k in obs)
+        pages.append(step[0])
+    # two pages in turn, each a set of tensors made once over shared memory: no copies
+    assert all(pages[2][k] is pages[0][k] and pages[3][k] is pages[1][k] for k in obs)
+    assert not any(np.shares_memory(pages[0][k].numpy(), pages[1][k].numpy()) for k in obs)
 
 
 def test_copy_obs_gives_fresh_tensors(make_env):
     env = make_env(as_torch=True, copy_obs=True, **SMALL)
     first, _ = env.reset(seed=0)
+    kept = first["front_rgb"].clone()
     second = env.step(np.zeros((3, 8)))[0]
-    assert all(not same_memory(second[k], env._obs[k]) for k in second)
-    assert not torch.equal(first["front_rgb"], second["front_rgb"])  # the first stayed as it was
+    third = env.step(np.zeros((3, 8)))[0]
+    assert not np.shares_memory(third["front_rgb"].numpy(), first["front_rgb"].numpy())
+    assert torch.equal(first["front_rgb"], kept) and not torch.equal(first["front_rgb"], second["front_rgb"])
 
 
 def test_partial_batches_are_tensors_of_the_returned_envs(make_env):
     env = make_env(as_torch=True, **SMALL)
     env.reset(seed=0)
+    env.step(np.zeros((3, 8)))
     env.send(np.zeros((2, 8)), env_ids=[0, 2])
     obs, reward, terminated, truncated, info = env.recv()
-    assert info["env_id"].tolist() == [0, 2]
+    assert sorted(info["env_id"].tolist()) == [0, 2]
     assert obs["joint_positions"].shape == (2, 7) and reward.shape == (2,)
-    assert torch.equal(obs["joint_positions"], torch.from_numpy(env._obs["joint_positions"][[0, 2]]))
+    assert obs["task_low_dim_state"][:, 0].tolist() == [2.0, 2.0]  # both envs' second step
 
 
 def test_step_chunk_tensors(make_env):
@@ -160,17 +166,21 @@ def test_cuda_delivery_matches_cpu(make_env):
 def test_cuda_event_orders_other_streams_and_the_host(make_env):
     env = make_env(as_torch=True, device="cuda", **SMALL)
     env.reset(seed=0)
+    reference = make_env(**SMALL)
+    reference.reset(seed=0)
+    expected = reference.step(np.zeros((3, 8)))[0]["front_rgb"]
     obs, _, _, _, info = env.step(np.zeros((3, 8)))
-    assert env._to_tensors._pending is info["cuda_event"]  # the DMA reads the shared slots...
-    env._to_tensors.wait_copies()  # ...until this returns (the engine calls it before workers write)
-    assert env._to_tensors._pending is None
+    page = 1  # the reset filled page 0, this step page 1
+    assert env._to_tensors._pending[page] is info["cuda_event"]  # the DMA reads the page...
+    env._to_tensors.wait_copies(page)  # ...until this returns (the engine calls it before workers write it)
+    assert page not in env._to_tensors._pending
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         side.wait_event(info["cuda_event"])
         total = obs["front_rgb"].sum()
     info["cuda_event"].synchronize()
     side.synchronize()
-    assert int(total) == int(env._obs["front_rgb"].sum())
+    assert int(total) == int(expected.sum())
 
 
 @needs_cuda

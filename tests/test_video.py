@@ -46,10 +46,10 @@ def close_enough(a: np.ndarray, b: np.ndarray) -> bool:
 def record_episodes(recorder: VideoRecorder, backend: FakeBackend, lengths: list[int]) -> None:
     for length in lengths:  # as EpisodeRunner: a frame after the reset, then one per executed action
         recorder.start_episode()
-        recorder.capture(backend)
+        recorder.capture(backend.render_rgb)
         for _ in range(length):
             backend.t += 1
-            recorder.capture(backend)
+            recorder.capture(backend.render_rgb)
 
 
 def test_one_file_per_episode_and_camera_with_every_frame(tmp_path):
@@ -92,10 +92,10 @@ def test_rank_prefix_under_torchrun(tmp_path, monkeypatch):
 def test_a_failing_encoder_stops_recording_without_failing_steps(tmp_path, capfd):
     recorder = VideoRecorder(VideoConfig(directory=str(tmp_path), cameras=("front",)), env_index=0)
     backend = FakeBackend()
-    recorder.capture(backend)
+    recorder.capture(backend.render_rgb)
     backend.shape = (32, 32, 3)  # a frame of another size cannot go into the same stream
     for _ in range(recorder.config.queue_size * 2):  # more than the queue holds: capture must never block
-        recorder.capture(backend)
+        recorder.capture(backend.render_rgb)
     recorder.close()
     assert recorder.failed
     assert "video of env 0 stopped" in capfd.readouterr().err

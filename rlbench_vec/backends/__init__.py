@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from ..errors import ConfigError
 
@@ -24,7 +24,7 @@ def backend_class(name: str) -> type:
     return importlib.import_module(_MODULES[name]).BACKEND
 
 
-@lru_cache(maxsize=None)
+@cache
 def resolve_backend(name: str) -> str:
     """'auto' -> 'rlbench' when rlbench is installed (found without importing it), else 'mujoco'."""
     if name != "auto":

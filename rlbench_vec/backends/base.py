@@ -1,14 +1,20 @@
-"""The contract between a worker and the simulator it owns.
+"""The contract between a worker and the simulators it owns.
 
-A backend class is imported in the main process only for its classmethods (validation, layout),
-so a backend module must not import its simulator at module level: do it in `__init__`.
+A worker serves a group of instances through an `EnvGroup`. The default group holds one `Backend`
+(one simulator instance) per env; a batched simulator (many worlds in one) implements `EnvGroup`
+itself. A backend class is imported in the main process only for its classmethods (validation,
+layout), so a backend module must not import its simulator at module level: do it in `__init__`.
 """
 
 from __future__ import annotations
 
+import os
+import time
+import traceback
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -63,6 +69,16 @@ class Backend(ABC):
         """True when the simulator needs an X display (the worker then gets its own Xvfb by default)."""
         return False
 
+    @classmethod
+    def envs_per_worker(cls, config: EnvConfig, num_envs: int, requested: int | None) -> int:
+        """How many instances one worker runs: the user's choice, else num_envs spread over the cores."""
+        return requested or -(-num_envs // max(1, len(os.sched_getaffinity(0))))
+
+    @classmethod
+    def make_group(cls, config: EnvConfig, instances: Sequence[int]) -> EnvGroup:
+        """The worker's simulators for these instance numbers (called in the worker)."""
+        return BackendGroup(lambda index: cls(config, index), instances)
+
     @abstractmethod
     def __init__(self, config: EnvConfig, env_index: int):
         """Start the simulator. Called in the worker after DISPLAY is set."""
@@ -89,3 +105,131 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Stop the simulator. Must be safe to call once after a failed __init__ step."""
+
+
+def failure(error: BaseException) -> tuple[str, str]:
+    """An exception as it travels to the main process: (one-line message, traceback)."""
+    return f"{type(error).__name__}: {error}", "".join(traceback.format_exception(error))
+
+
+@dataclass
+class GroupStep:
+    """One action for each of m instances: rewards and terminations (m,), and the infos and errors of
+    those that have any, keyed by position in the call. An instance whose step raised has an error
+    and counts as terminated with reward 0."""
+
+    reward: np.ndarray
+    terminated: np.ndarray
+    infos: dict[int, dict[str, Any]]
+    errors: dict[int, tuple[str, str]]
+    seconds: float = 0.0  # time spent in the simulator(s)
+
+
+class EnvGroup(ABC):
+    """The simulator instances one worker serves, indexed 0..size-1 (local). Every method takes the
+    local indices it applies to; all are called on the worker's main thread."""
+
+    size: int
+
+    @abstractmethod
+    def reset(self, local: np.ndarray, seeds: Sequence[int | None],
+              options: Sequence[Mapping[str, Any] | None]) -> list[dict[str, Any] | tuple[str, str]]:
+        """Start new episodes; per instance its info, or the failure (message, traceback) if it raised."""
+
+    @abstractmethod
+    def step(self, local: np.ndarray, actions: np.ndarray) -> GroupStep:
+        """Apply one action (row of `actions`, float32) to each instance."""
+
+    @abstractmethod
+    def observe(self, local: np.ndarray, views: Mapping[str, np.ndarray],
+                slots: np.ndarray) -> dict[int, tuple[str, str]]:
+        """Write instance local[j]'s observation into views[key][slots[j]] for every key, in place.
+        Returns the failures, keyed by position j."""
+
+    @abstractmethod
+    def write_one(self, local: int, out: Mapping[str, np.ndarray]) -> None:
+        """Write one instance's observation into `out` (arrays of the layout's per-env shapes)."""
+
+    @abstractmethod
+    def call(self, local: int, name: str, args: tuple, kwargs: dict[str, Any]) -> Any:
+        """Call a public method of the instance's backend, or read the attribute if it is not callable."""
+
+    def render_rgb(self, local: int, camera: str) -> np.ndarray:
+        return self.call(local, "render_rgb", (camera,), {})
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop every simulator; safe after a failed start."""
+
+
+class BackendGroup(EnvGroup):
+    """One Backend per instance, stepped in turn. make(instance number) builds one."""
+
+    def __init__(self, make: Callable[[int], Backend], instances: Sequence[int]):
+        self.backends: list[Any] = []
+        self.size = len(instances)
+        self._rows: dict[tuple[int, int], dict[str, np.ndarray]] = {}
+        try:
+            for index in instances:
+                self.backends.append(make(index))
+        except BaseException:
+            self.close()
+            raise
+
+    def reset(self, local, seeds, options):
+        infos: list[dict[str, Any] | tuple[str, str]] = []
+        for i, seed, opts in zip(local.tolist(), seeds, options):
+            try:
+                infos.append(self.backends[i].reset(seed, opts))
+            except Exception as error:
+                infos.append(failure(error))
+        return infos
+
+    def step(self, local, actions):
+        m = len(local)
+        result = GroupStep(np.zeros(m), np.zeros(m, bool), {}, {})
+        start = time.perf_counter()
+        for j, i in enumerate(local.tolist()):
+            try:
+                step = self.backends[i].step(actions[j])
+            except Exception as error:
+                result.errors[j] = failure(error)
+                result.terminated[j] = True
+                continue
+            result.reward[j], result.terminated[j] = step.reward, step.terminated
+            if step.info:
+                result.infos[j] = step.info
+        result.seconds = time.perf_counter() - start
+        return result
+
+    def row(self, views: Mapping[str, np.ndarray], slot: int) -> dict[str, np.ndarray]:
+        """Views of one slot, made once per (page, slot): backends may cache per output dict."""
+        key = (id(views), slot)
+        row = self._rows.get(key)
+        if row is None:
+            row = self._rows[key] = {name: array[slot, ...] for name, array in views.items()}
+        return row
+
+    def observe(self, local, views, slots):
+        errors = {}
+        for j, (i, slot) in enumerate(zip(local.tolist(), slots.tolist())):
+            try:
+                self.backends[i].write_observation(self.row(views, slot))
+            except Exception as error:
+                errors[j] = failure(error)
+        return errors
+
+    def write_one(self, local, out):
+        self.backends[local].write_observation(out)
+
+    def call(self, local, name, args, kwargs):
+        target = getattr(self.backends[local], name)
+        return target(*args, **kwargs) if callable(target) else target
+
+    def close(self) -> None:
+        for backend in self.backends:
+            try:
+                backend.close()
+            except Exception:
+                traceback.print_exc()
+        self.backends = []

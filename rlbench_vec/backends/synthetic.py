@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -78,9 +79,10 @@ class SyntheticBackend(Backend):
         self.rng = np.random.default_rng(env_index)
         self.steps = 0
         self.joints = np.zeros(7)
-        self.images_stale = True
+        self.episode = 0
+        self.episode_seed = 0
         self.last_gripper = float("nan")
-        self._bound: Mapping[str, np.ndarray] | None = None
+        self._bound: dict[int, dict[str, Any]] = {}
 
     def _cost(self, mean: float) -> float:
         if mean <= 0:
@@ -98,7 +100,8 @@ class SyntheticBackend(Backend):
         busy_wait(float(self.options.get("reset_cost_s", 0.0)))
         self.steps = 0
         self.joints = self.rng.uniform(-1, 1, 7)
-        self.images_stale = True
+        self.episode += 1
+        self.episode_seed = int(self.rng.integers(2**31))
         return {"descriptions": [f"synthetic {self.config.task}"], "variation_index": 0}
 
     def step(self, action: np.ndarray) -> StepResult:
@@ -115,38 +118,45 @@ class SyntheticBackend(Backend):
         success = self.steps == self.options.get("episode_length")
         return StepResult(reward=float(success), terminated=success)
 
-    def _classify(self, out: Mapping[str, np.ndarray]) -> None:
-        """Sort the output views once per output dict: images are stamped, low-dim fields rewritten."""
-        self._bound = out
+    def _classify(self, out: Mapping[str, np.ndarray]) -> dict[str, Any]:
+        """Sort an output dict's views once: images are stamped, low-dim fields rewritten. The engine
+        alternates between two output dicts (pages) per env, so each keeps its own state."""
         images = {k: a.reshape(-1) for k, a in out.items() if k.endswith(_IMAGE_SUFFIXES)}
-        self._images = list(images.values())
         first_per_camera = {k.rsplit("_", 1)[0].removesuffix("_point"): flat for k, flat in reversed(images.items())}
-        self._stamped = list(first_per_camera.values())
         low_dim = {k: a for k, a in out.items() if not k.endswith(_IMAGE_SUFFIXES)}
-        self._joints = [low_dim.pop(k) for k in ("joint_positions",) if k in low_dim]
-        self._task_state = [low_dim.pop(k) for k in ("task_low_dim_state",) if k in low_dim]
-        self._low_dim = list(low_dim.values())
+        return {
+            "images": list(images.values()), "stamped": list(first_per_camera.values()),
+            "joints": [low_dim.pop(k) for k in ("joint_positions",) if k in low_dim],
+            "task_state": [low_dim.pop(k) for k in ("task_low_dim_state",) if k in low_dim],
+            "low_dim": list(low_dim.values()), "filled_for": -1,
+        }
 
     def write_observation(self, out: Mapping[str, np.ndarray]) -> None:
-        """Images are filled with noise at reset; each step stamps the step count into the first
-        pixel of each camera's first image (so every step changes the observation) and rewrites the
-        low-dim fields (task_low_dim_state holds the episode's step count): all in place, like a
-        simulator rendering."""
-        if out is not self._bound:
-            self._classify(out)
-        if self.images_stale:
-            for flat in self._images:
-                flat[:] = self.rng.integers(0, 256, flat.size) if flat.dtype == np.uint8 else self.rng.random(flat.size)
-            self.images_stale = False
+        """Images are filled with noise once per episode (per output dict); each step stamps the step
+        count into the first pixel of each camera's first image (so every step changes the
+        observation) and rewrites the low-dim fields (task_low_dim_state holds the episode's step
+        count): all in place, like a simulator rendering."""
+        bound = self._bound.get(id(out))
+        if bound is None or bound["out"] is not out:
+            bound = self._bound[id(out)] = {**self._classify(out), "out": out}
+        if bound["filled_for"] != self.episode:
+            for flat in bound["images"]:
+                flat[:] = self.noise(flat)
+            bound["filled_for"] = self.episode
         stamp, value = self.steps % 256, self.steps * 1e-3
-        for flat in self._stamped:
+        for flat in bound["stamped"]:
             flat[0] = stamp
-        for array in self._joints:
+        for array in bound["joints"]:
             array[:] = self.joints
-        for array in self._task_state:
+        for array in bound["task_state"]:
             array[:] = self.steps  # the step count within the episode
-        for array in self._low_dim:
+        for array in bound["low_dim"]:
             array[...] = value
+
+    def noise(self, flat: np.ndarray) -> np.ndarray:
+        """The episode's image content: the same for every output dict of this episode."""
+        rng = np.random.default_rng([self.episode_seed, flat.size, flat.dtype.num])
+        return rng.integers(0, 256, flat.size) if flat.dtype == np.uint8 else rng.random(flat.size)
 
 
 BACKEND = SyntheticBackend

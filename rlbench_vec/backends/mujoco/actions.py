@@ -29,7 +29,7 @@ import numpy as np
 
 from ...config import EnvConfig
 from ...spec import action_size
-from .geometry import quat_conjugate, quat_multiply, rotation_error, slerp, xyzw_to_wxyz, wxyz_to_xyzw
+from .geometry import quat_conjugate, quat_multiply, rotation_error, slerp, wxyz_to_xyzw, xyzw_to_wxyz
 from .robot import Panda
 from .scene import FINGER_MAX, WORKSPACE_HIGH, WORKSPACE_LOW
 

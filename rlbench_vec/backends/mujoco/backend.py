@@ -14,14 +14,15 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from ...config import EnvConfig
 from ...errors import BackendUnavailableError, ConfigError
-from ..base import Backend, Demo, StepResult
+from ..base import Backend, BackendGroup, Demo, EnvGroup, StepResult, failure
 from .scene import offscreen_size
 from .tasks import TASKS, Task
 
@@ -119,7 +120,13 @@ class MujocoBackend(Backend):
     def needs_display(cls, config: EnvConfig) -> bool:
         return resolve_renderer(config) == "glfw"
 
-    def __init__(self, config: EnvConfig, env_index: int):
+    @classmethod
+    def make_group(cls, config: EnvConfig, instances: Sequence[int]) -> EnvGroup:
+        return MujocoGroup(config, instances)
+
+    def __init__(self, config: EnvConfig, env_index: int, renderer: Any = None, envs: int = 1):
+        """renderer: shared with the worker's other envs (see MujocoGroup); envs: how many envs a
+        renderer made here draws per read-back."""
         self.sim = None
         self.config = config
         self.task_class = _task_class(config)
@@ -127,7 +134,7 @@ class MujocoBackend(Backend):
         use_renderer(config)
         from .simulation import Simulation  # imports mujoco
 
-        self.sim = Simulation(config)
+        self.sim = Simulation(config, renderer, envs)
         self.variation = 0
 
     def reset(self, seed: int | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -193,3 +200,33 @@ class MujocoBackend(Backend):
         if self.sim is not None:
             self.sim.close()
             self.sim = None
+
+
+class MujocoGroup(BackendGroup):
+    """The envs of one worker share one renderer (one GL context): a command's envs are drawn into
+    one offscreen buffer and read back with one call, instead of one context and read-back each."""
+
+    def __init__(self, config: EnvConfig, instances: Sequence[int]):
+        band = offscreen_size(len(config.cameras), config.width, config.height, config.modalities)[1]
+        envs = max(1, min(len(instances), MAX_OFFSCREEN // band))
+        shared: list[Any] = []
+
+        def make(index: int) -> MujocoBackend:
+            backend = MujocoBackend(config, index, shared[0] if shared else None, envs)
+            shared.append(backend.sim.renderer)
+            return backend
+
+        super().__init__(make, instances)
+        self.renderer = shared[0] if shared else None
+
+    def observe(self, local, views, slots):
+        rows = [self.row(views, slot) for slot in slots.tolist()]
+        sims = [self.backends[i].sim for i in local.tolist()]
+        try:
+            if self.renderer is not None:
+                self.renderer.render([(sim.model, sim.data, row) for sim, row in zip(sims, rows)])
+            for sim, row in zip(sims, rows):
+                sim.write_low_dim(row)
+        except Exception as error:
+            return {j: failure(error) for j in range(len(sims))}
+        return {}

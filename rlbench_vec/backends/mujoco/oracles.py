@@ -10,8 +10,8 @@ state. `oracle_actions` turns them into actions of the env's action mode:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import numpy as np
 

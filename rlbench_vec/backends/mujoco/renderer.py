@@ -1,17 +1,20 @@
-"""Offscreen camera rendering: every requested camera in one framebuffer, read back with one call.
+"""Offscreen camera rendering: every requested camera of several envs in one framebuffer, read back
+with one call.
 
-Layout of the offscreen buffer: one column per camera, one row per pass. The colour pass (lit, rgb)
-and the segmentation pass (flat id colours, for masks) each draw all cameras side by side; one
-mjr_readPixels then returns the colour and depth of every camera and pass, and the conversions write
-straight into the observation arrays. Depth comes from whichever pass is drawn (the geometry is the
-same); a camera that needs depth or a point cloud but neither rgb nor mask uses the cheaper flat pass.
+Layout of the offscreen buffer: one column per camera, one row per pass and env (a band of rows per
+env). The colour pass (lit, rgb) and the segmentation pass (flat id colours, for masks) each draw all
+cameras side by side; one mjr_readPixels then returns the colour and depth of every env, camera and
+pass, and the conversions write straight into the observation arrays. Depth comes from whichever
+pass is drawn (the geometry is the same); a camera that needs depth or a point cloud but neither rgb
+nor mask uses the cheaper flat pass. The envs of one worker share this renderer (one GL context):
+their models come from the same scene, so one GPU copy of its meshes and textures serves them all.
 
 Imported only inside a worker, after MUJOCO_GL is set.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping, Sequence
 
 import mujoco
 import numpy as np
@@ -22,11 +25,13 @@ BACKGROUND_ID = 0.0  # mask value where no object is seen (the world body's id; 
 
 
 class CameraRenderer:
-    """One GL context and one scene per worker, reused for every camera and step."""
+    """One GL context and one scene per worker, reused for every env, camera and step. `envs`: how
+    many envs one read-back holds (the model's offscreen buffer must be that tall)."""
 
     def __init__(self, model: mujoco.MjModel, cameras: tuple[str, ...], width: int, height: int,
-                 modalities: tuple[str, ...], depth_in_meters: bool):
+                 modalities: tuple[str, ...], depth_in_meters: bool, envs: int = 1):
         self.model = model
+        self.envs = envs
         self.width, self.height = width, height
         self.cameras = cameras
         self.modalities = frozenset(modalities)
@@ -47,8 +52,8 @@ class CameraRenderer:
         self._cameras = {model.cam(i).name: self._fixed_camera(i) for i in range(model.ncam)}
         self._body_of_geom = model.geom_bodyid.astype(np.float32)
 
-        # What one read returns: all passes (rows) of all cameras (columns).
-        self._rgb = np.empty((len(self.passes) * height, len(cameras) * width, 3), np.uint8)
+        # What one read returns: all passes (rows) of all cameras (columns), for up to `envs` envs.
+        self._rgb = np.empty((envs * max(1, len(self.passes)) * height, max(1, len(cameras)) * width, 3), np.uint8)
         self._depth = np.empty(self._rgb.shape[:2], np.float32)
         self._metric = np.empty((height, width), np.float64)
         self._rays = {name: self._pixel_rays(name) for name in cameras}
@@ -73,16 +78,17 @@ class CameraRenderer:
         rays[..., 2] = -1.0
         return rays
 
-    def _update_geoms(self, data: mujoco.MjData, camera: str) -> None:
-        mujoco.mjv_updateScene(self.model, data, self._option, None, self._cameras[camera],
+    def _update_geoms(self, model: mujoco.MjModel, data: mujoco.MjData, camera: str) -> None:
+        mujoco.mjv_updateScene(model, data, self._option, None, self._cameras[camera],
                                mujoco.mjtCatBit.mjCAT_ALL.value, self._scene)
 
-    def _draw(self, data: mujoco.MjData, cameras: tuple[str, ...], row: int, segmentation: bool) -> None:
+    def _draw(self, model: mujoco.MjModel, data: mujoco.MjData, cameras: tuple[str, ...], row: int,
+              segmentation: bool) -> None:
         flags = self._scene.flags
         flags[mujoco.mjtRndFlag.mjRND_SEGMENT] = flags[mujoco.mjtRndFlag.mjRND_IDCOLOR] = int(segmentation)
         for column, name in enumerate(cameras):
-            mujoco.mjv_updateCamera(self.model, data, self._cameras[name], self._scene)
-            mujoco.mjv_makeLights(self.model, data, self._scene)  # the headlight follows the camera
+            mujoco.mjv_updateCamera(model, data, self._cameras[name], self._scene)
+            mujoco.mjv_makeLights(model, data, self._scene)  # the headlight follows the camera
             viewport = mujoco.MjrRect(column * self.width, row * self.height, self.width, self.height)
             mujoco.mjr_render(viewport, self._scene, self._context)
 
@@ -91,25 +97,35 @@ class CameraRenderer:
         h, w = self.height, self.width
         return image[row * h:(row + 1) * h, column * w:(column + 1) * w][::-1]
 
-    def render(self, data: mujoco.MjData, out: Mapping[str, np.ndarray]) -> None:
-        """Render the configured cameras and write their `{camera}_{modality}` arrays of `out` in place."""
+    def render(self, items: Sequence[tuple[mujoco.MjModel, mujoco.MjData, Mapping[str, np.ndarray]]]) -> None:
+        """Render the configured cameras of each (model, data) and write their `{camera}_{modality}`
+        arrays of its `out` in place: up to `envs` of them per read-back."""
         if not self.passes:
             return
         self._gl.make_current()
-        self._update_geoms(data, self.cameras[0])
-        for row, segmentation in enumerate(self.passes):
-            self._draw(data, self.cameras, row, segmentation)
+        passes = len(self.passes)
         needs_depth = bool({"depth", "point_cloud"} & self.modalities)
-        rect = mujoco.MjrRect(0, 0, self._rgb.shape[1], self._rgb.shape[0])
-        mujoco.mjr_readPixels(self._rgb, self._depth if needs_depth else None, rect, self._context)
-        lut = self._segment_lut() if "mask" in self.modalities else None
-        for column, camera in enumerate(self.cameras):
-            if "rgb" in self.modalities:
-                out[f"{camera}_rgb"][...] = self._cell(self._rgb, column, 0)
-            if lut is not None:
-                self._write_mask(out[f"{camera}_mask"], self._cell(self._rgb, column, len(self.passes) - 1), lut)
-            if needs_depth:
-                self._write_depth(data, camera, self._cell(self._depth, column, 0), out)
+        for first in range(0, len(items), self.envs):
+            batch = items[first:first + self.envs]
+            lut = None
+            for band, (model, data, _) in enumerate(batch):
+                self._update_geoms(model, data, self.cameras[0])
+                if lut is None and "mask" in self.modalities:
+                    lut = self._segment_lut()  # the same for every env: their scenes come from one model
+                for p, segmentation in enumerate(self.passes):
+                    self._draw(model, data, self.cameras, band * passes + p, segmentation)
+            used = len(batch) * passes * self.height
+            rect = mujoco.MjrRect(0, 0, self._rgb.shape[1], used)
+            mujoco.mjr_readPixels(self._rgb[:used], self._depth[:used] if needs_depth else None, rect, self._context)
+            for band, (_, data, out) in enumerate(batch):
+                for column, camera in enumerate(self.cameras):
+                    if "rgb" in self.modalities:
+                        out[f"{camera}_rgb"][...] = self._cell(self._rgb, column, band * passes)
+                    if lut is not None:
+                        colours = self._cell(self._rgb, column, band * passes + passes - 1)
+                        self._write_mask(out[f"{camera}_mask"], colours, lut)
+                    if needs_depth:
+                        self._write_depth(data, camera, self._cell(self._depth, column, band * passes), out)
 
     def _segment_lut(self) -> np.ndarray:
         """Segmentation colour (segid + 1; 0 is background) -> body id of the geom drawn there."""
@@ -149,11 +165,11 @@ class CameraRenderer:
             cloud *= metric[..., None]
             cloud += data.cam_xpos[camera_id]
 
-    def render_rgb(self, data: mujoco.MjData, camera: str) -> np.ndarray:
+    def render_rgb(self, model: mujoco.MjModel, data: mujoco.MjData, camera: str) -> np.ndarray:
         """One camera's rgb image (any camera of the model), drawn in the buffer's first cell."""
         self._gl.make_current()
-        self._update_geoms(data, camera)
-        self._draw(data, (camera,), 0, segmentation=False)
+        self._update_geoms(model, data, camera)
+        self._draw(model, data, (camera,), 0, segmentation=False)
         image = np.empty((self.height, self.width, 3), np.uint8)
         mujoco.mjr_readPixels(image, None, mujoco.MjrRect(0, 0, self.width, self.height), self._context)
         return image[::-1].copy()

@@ -73,9 +73,9 @@ def render_passes(modalities) -> list[bool]:
     return passes
 
 
-def offscreen_size(num_cameras: int, width: int, height: int, modalities) -> tuple[int, int]:
-    """The offscreen buffer: a column per camera, a row per pass; at least one image for render_rgb."""
-    return max(1, num_cameras) * width, max(1, len(render_passes(modalities))) * height
+def offscreen_size(num_cameras: int, width: int, height: int, modalities, envs: int = 1) -> tuple[int, int]:
+    """The offscreen buffer: a column per camera, a row per pass and env; at least one image for render_rgb."""
+    return max(1, num_cameras) * width, envs * max(1, len(render_passes(modalities))) * height
 
 
 def fmt(values) -> str:

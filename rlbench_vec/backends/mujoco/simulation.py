@@ -5,7 +5,7 @@ Imported only inside a worker, after MUJOCO_GL is set (see backend.use_renderer)
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import mujoco
 import numpy as np
@@ -22,19 +22,23 @@ from .tasks import TASKS
 
 
 class Simulation:
-    def __init__(self, config: EnvConfig):
+    """renderer: one shared with the other envs of the worker (None: this env makes its own, drawing
+    up to `envs` envs per read-back)."""
+
+    def __init__(self, config: EnvConfig, renderer: CameraRenderer | None = None, envs: int = 1):
         self.config = config
         self.task = TASKS[config.task]()
-        scene = Scene(offscreen_size(len(config.cameras), config.width, config.height, config.modalities))
+        scene = Scene(offscreen_size(len(config.cameras), config.width, config.height, config.modalities, envs))
         self.task.build(scene)
         self.model = mujoco.MjModel.from_xml_string(scene.to_xml())
         self.data = mujoco.MjData(self.model)
         self.task.bind(self.model, self.data)
         self.panda = Panda(self.model, self.data)
         self.executor = ActionExecutor(config, self.panda)
-        self._renderer: CameraRenderer | None = None
-        if config.cameras and config.modalities:
-            self._renderer = self._make_renderer()  # fail at start, not at the first observation
+        self.renderer = renderer
+        self._owns_renderer = renderer is None
+        if renderer is None and config.cameras and config.modalities:
+            self.renderer = self._make_renderer(envs)  # fail at start, not at the first observation
         self._low_dim: dict[str, Callable[[], np.ndarray | float]] = {
             "joint_velocities": lambda: self.panda.qvel,
             "joint_positions": lambda: self.panda.qpos,
@@ -46,9 +50,9 @@ class Simulation:
             "task_low_dim_state": self.task.low_dim_state,
         }
 
-    def _make_renderer(self) -> CameraRenderer:
+    def _make_renderer(self, envs: int = 1) -> CameraRenderer:
         c = self.config
-        return CameraRenderer(self.model, c.cameras, c.width, c.height, c.modalities, c.depth_in_meters)
+        return CameraRenderer(self.model, c.cameras, c.width, c.height, c.modalities, c.depth_in_meters, envs)
 
     def reset(self, variation: int, rng: np.random.Generator) -> None:
         mujoco.mj_resetData(self.model, self.data)
@@ -81,19 +85,22 @@ class Simulation:
         return matrix
 
     def write_observation(self, out: Mapping[str, np.ndarray]) -> None:
-        if self._renderer is not None:
-            self._renderer.render(self.data, out)
+        if self.renderer is not None:
+            self.renderer.render([(self.model, self.data, out)])
+        self.write_low_dim(out)
+
+    def write_low_dim(self, out: Mapping[str, np.ndarray]) -> None:
         for key, array in out.items():
             read = self._low_dim.get(key)
             if read is not None:
                 array[...] = read()
 
     def render_rgb(self, camera: str) -> np.ndarray:
-        if self._renderer is None:
-            self._renderer = self._make_renderer()
-        return self._renderer.render_rgb(self.data, camera)
+        if self.renderer is None:
+            self.renderer, self._owns_renderer = self._make_renderer(), True
+        return self.renderer.render_rgb(self.model, self.data, camera)
 
     def close(self) -> None:
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
+        if self.renderer is not None and self._owns_renderer:
+            self.renderer.close()
+        self.renderer = None

@@ -27,7 +27,7 @@ def zeros(n: int, k: int | None = None) -> np.ndarray:
 
 
 def kill(env: RLBenchVectorEnv, i: int) -> None:
-    os.kill(env.worker_pids[i], signal.SIGKILL)
+    os.kill(env.worker_pid(i), signal.SIGKILL)
 
 
 def step_counts(obs) -> list[int]:
@@ -36,19 +36,19 @@ def step_counts(obs) -> list[int]:
 
 def test_killed_worker_during_step_is_replaced_and_others_continue(make_env):
     # steps cost 0.2 s so that the kill lands while the worker is busy with the step
-    env = make_env(num_envs=3, cameras=("front",), backend_options={"step_cost_s": 0.2})
+    env = make_env(num_envs=3, envs_per_worker=1, cameras=("front",), backend_options={"step_cost_s": 0.2})
     env.reset(seed=0)
     for _ in range(3):
         env.step(zeros(3))
-    old_pid = env.worker_pids[1]
-    env.send(zeros(3))
+    old_pid = env.worker_pid(1)
+    env.step_async(zeros(3))
     kill(env, 1)
-    obs, reward, terminated, truncated, info = env.recv()
+    obs, reward, terminated, truncated, info = env.step_wait()
     assert truncated.tolist() == [False, True, False]
     assert info["restarted"].tolist() == [False, True, False]
     assert "SIGKILL" in info["restart_reason"][1]
     assert step_counts(obs) == [4, 0, 4]  # env 1 starts over; the others keep their episodes
-    assert env.worker_pids[1] != old_pid
+    assert env.worker_pid(1) != old_pid
     obs, reward, terminated, truncated, info = env.step(zeros(3))
     assert info["autoreset"].tolist() == [False, True, False] and not truncated.any()
     assert step_counts(obs) == [5, 0, 5]
@@ -59,7 +59,8 @@ def test_killed_worker_during_step_is_replaced_and_others_continue(make_env):
 
 def test_many_random_kills_during_step_chunk_reset_and_recv(make_env):
     rng = random.Random(0)
-    env = make_env(num_envs=4, cameras=(), max_chunk=4, max_restarts_per_env=100, max_restarts_total=100,
+    env = make_env(num_envs=4, envs_per_worker=1, cameras=(), max_chunk=4, max_restarts_per_env=100,
+                   max_restarts_total=100,
                    backend_options={"step_cost_s": 0.05, "reset_cost_s": 0.2})  # kills land mid-command
     env.reset(seed=0)
     expected = [0] * 4
@@ -103,7 +104,7 @@ def test_many_random_kills_during_step_chunk_reset_and_recv(make_env):
 
 
 def test_worker_dead_while_idle_is_detected_and_reported_on_its_next_step(make_env):
-    env = make_env(num_envs=2, cameras=())
+    env = make_env(num_envs=2, envs_per_worker=1, cameras=())
     env.reset(seed=0)
     kill(env, 0)
     time.sleep(0.5)
@@ -112,7 +113,7 @@ def test_worker_dead_while_idle_is_detected_and_reported_on_its_next_step(make_e
 
 
 def test_hanging_step_is_killed_at_the_deadline(make_env):
-    env = make_env(num_envs=2, cameras=(), step_timeout_s=1.0)
+    env = make_env(num_envs=2, envs_per_worker=1, cameras=(), step_timeout_s=1.0)
     env.reset(seed=0)
     env.set_attr("hang_at_step", [None, 1])
     env.step(zeros(2))
@@ -125,7 +126,7 @@ def test_hanging_step_is_killed_at_the_deadline(make_env):
 
 
 def test_hanging_reset_is_killed_at_the_deadline(make_env):
-    env = make_env(num_envs=2, cameras=(), reset_timeout_s=1.0)
+    env = make_env(num_envs=2, envs_per_worker=1, cameras=(), reset_timeout_s=1.0)
     env.reset(seed=0)
     env.set_attr("hang_on_reset", [True, False])
     obs, info = env.reset(seed=1)
