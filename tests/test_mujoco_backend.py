@@ -327,3 +327,20 @@ def test_each_get_demos_call_draws_new_demos():
         first, second = env.get_demos(2), env.get_demos(2)
     assert len(first) == len(second) == 2
     assert not any(np.array_equal(a.actions, b.actions) for a in first for b in second)
+
+
+def test_misc_gives_rlbench_camera_matrices_that_rebuild_the_point_cloud():
+    with RLBenchVectorEnv(num_envs=1, backend="mujoco", misc=True, cameras=("front", "wrist"),
+                          modalities=("depth", "point_cloud"), depth_in_meters=True, image_size=(48, 32)) as env:
+        obs, _ = env.reset(seed=0)
+        for camera in ("front", "wrist"):
+            extrinsics, intrinsics = obs[f"{camera}_camera_extrinsics"][0], obs[f"{camera}_camera_intrinsics"][0]
+            assert obs[f"{camera}_camera_near"][0] == 0.01 and obs[f"{camera}_camera_far"][0] == 4.5
+            np.testing.assert_allclose(extrinsics[:3, :3] @ extrinsics[:3, :3].T, np.eye(3), atol=1e-12)
+            np.testing.assert_allclose(intrinsics[:2, 2], [24, 16])  # principal point: (width / 2, height / 2)
+            # PyRep's pointcloud_from_depth_and_camera_params: pixel (u, v) at integer coordinates
+            depth = obs[f"{camera}_depth"][0].astype(np.float64)
+            v, u = np.mgrid[:32, :48]
+            in_camera = np.stack([u * depth, v * depth, depth], -1) @ np.linalg.inv(intrinsics).T
+            world = in_camera @ extrinsics[:3, :3].T + extrinsics[:3, 3]
+            np.testing.assert_allclose(world, obs[f"{camera}_point_cloud"][0], atol=1e-5, err_msg=camera)

@@ -70,11 +70,14 @@ class CameraRenderer:
         return (self.height / 2) / np.tan(np.deg2rad(self.model.cam(camera).fovy[0]) / 2)
 
     def _pixel_rays(self, camera: str) -> np.ndarray:
-        """Camera-frame rays through each pixel centre, at unit depth (OpenGL camera: -z forward, y up)."""
+        """Camera-frame rays through each pixel at unit depth (OpenGL camera: -z forward, y up). Pixel
+        (u, v) is taken at integer coordinates from the centre (width / 2, height / 2), as PyRep's
+        pointcloud_from_depth_and_camera_params does: RLBench's point clouds, and those its loader
+        rebuilds from depth and the camera matrices in misc, then agree with ours exactly."""
         focal = self.focal_length(camera)
         rays = np.empty((self.height, self.width, 3))
-        rays[..., 0] = (np.arange(self.width) + 0.5 - self.width / 2)[None, :] / focal
-        rays[..., 1] = -(np.arange(self.height) + 0.5 - self.height / 2)[:, None] / focal  # rows go down
+        rays[..., 0] = (np.arange(self.width) - self.width / 2)[None, :] / focal
+        rays[..., 1] = -(np.arange(self.height) - self.height / 2)[:, None] / focal  # rows go down
         rays[..., 2] = -1.0
         return rays
 

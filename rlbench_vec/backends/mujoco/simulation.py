@@ -17,8 +17,11 @@ from .geometry import wxyz_to_xyzw
 from .oracles import oracle_actions
 from .renderer import CameraRenderer
 from .robot import Panda
-from .scene import Scene, offscreen_size
+from .scene import CAMERA_FAR, CAMERA_NEAR, Scene, offscreen_size
 from .tasks import TASKS
+
+
+COPPELIA_CAMERA_AXES = np.diag([-1.0, 1.0, -1.0])  # MuJoCo camera frame -> CoppeliaSim vision sensor frame
 
 
 class Simulation:
@@ -49,6 +52,14 @@ class Simulation:
             "gripper_joint_positions": lambda: self.panda.finger_qpos,
             "task_low_dim_state": self.task.low_dim_state,
         }
+        if config.misc:
+            for camera in config.cameras:
+                self._low_dim.update({
+                    f"{camera}_camera_extrinsics": lambda camera=camera: self.camera_extrinsics(camera),
+                    f"{camera}_camera_intrinsics": lambda camera=camera: self.camera_intrinsics(camera),
+                    f"{camera}_camera_near": lambda: CAMERA_NEAR,
+                    f"{camera}_camera_far": lambda: CAMERA_FAR,
+                })
 
     def _make_renderer(self, envs: int = 1) -> CameraRenderer:
         c = self.config
@@ -83,6 +94,21 @@ class Simulation:
         matrix = np.eye(4)
         matrix[:3, :3], matrix[:3, 3] = rotation, position
         return matrix
+
+    def camera_extrinsics(self, camera: str) -> np.ndarray:
+        """Camera-to-world pose in RLBench's (CoppeliaSim's) camera axes: it looks along +z, with x the
+        other way round from MuJoCo's camera (which looks along -z)."""
+        camera_id = self.model.camera(camera).id
+        pose = np.eye(4)
+        pose[:3, :3] = self.data.cam_xmat[camera_id].reshape(3, 3) @ COPPELIA_CAMERA_AXES
+        pose[:3, 3] = self.data.cam_xpos[camera_id]
+        return pose
+
+    def camera_intrinsics(self, camera: str) -> np.ndarray:
+        """PyRep's intrinsic matrix: negative focal lengths (pixels), principal point at the centre."""
+        width, height = self.config.width, self.config.height
+        focal = -(height / 2) / np.tan(np.deg2rad(self.model.camera(camera).fovy[0]) / 2)
+        return np.array([[focal, 0.0, width / 2], [0.0, focal, height / 2], [0.0, 0.0, 1.0]])
 
     def write_observation(self, out: Mapping[str, np.ndarray]) -> None:
         if self.renderer is not None:
