@@ -7,6 +7,7 @@ from .errors import (
     BackendUnavailableError,
     ClosedError,
     ConfigError,
+    DatasetError,
     RestartBudgetExceeded,
     RLBenchVecError,
     WorkerError,
@@ -18,5 +19,5 @@ __version__ = "0.1.0"
 __all__ = [
     "RLBenchVectorEnv", "RLBenchEnv", "make_env", "EnvConfig", "VectorConfig", "Demo", "CAMERAS", "MODALITIES",
     "RLBenchVecError", "ConfigError", "ActionError", "ClosedError", "BackendUnavailableError",
-    "WorkerError", "RestartBudgetExceeded",
+    "WorkerError", "RestartBudgetExceeded", "DatasetError",
 ]
