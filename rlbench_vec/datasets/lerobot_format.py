@@ -27,6 +27,7 @@ import numpy as np
 from ..backends.base import Demo
 from ..config import EnvConfig
 from ..errors import ConfigError, DatasetError
+from ..spec import observation_spec
 
 try:
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
@@ -57,8 +58,6 @@ class LeRobotOptions:
 
 def dataset_features(config: EnvConfig, options: LeRobotOptions) -> dict[str, dict]:
     """LeRobot's feature dict for demos of `config` (a validated EnvConfig)."""
-    from ..spec import observation_spec
-
     spec = observation_spec(config)
     cameras = _cameras(config, options)
     features = {

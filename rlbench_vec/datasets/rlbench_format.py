@@ -19,6 +19,7 @@ half episode where loaders look, and a rerun can tell finished episodes by their
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import re
@@ -176,7 +177,7 @@ def remove_stale_staging(root: str | os.PathLike) -> int:
         if owner and owner["host"] == host and not psutil.pid_exists(int(owner["pid"])):
             shutil.rmtree(entry, ignore_errors=True)
             removed += 1
-    if not any(staging.iterdir()):
+    with contextlib.suppress(OSError):  # only when empty: a live writer's folder keeps it
         staging.rmdir()
     return removed
 
