@@ -11,6 +11,7 @@ from .errors import (  # noqa: E402
     BackendUnavailableError,
     ClosedError,
     ConfigError,
+    DatasetError,
     ResetNeeded,
     RestartBudgetExceeded,
     RLBenchVecError,
@@ -24,5 +25,5 @@ __version__ = "0.2.0"
 __all__ = [
     "RLBenchVectorEnv", "RLBenchEnv", "make_env", "EnvConfig", "VectorConfig", "VideoConfig", "Demo", "CAMERAS",
     "MODALITIES", "RLBenchVecError", "ConfigError", "ActionError", "ClosedError", "BackendUnavailableError",
-    "WorkerError", "WorkerStartError", "ResetNeeded", "RestartBudgetExceeded",
+    "WorkerError", "WorkerStartError", "ResetNeeded", "RestartBudgetExceeded", "DatasetError",
 ]

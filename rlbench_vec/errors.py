@@ -46,3 +46,7 @@ class ResetNeeded(RLBenchVecError, RuntimeError):
 
 class RestartBudgetExceeded(RLBenchVecError, RuntimeError):
     """Workers kept crashing or hanging beyond max_restarts_per_env / max_restarts_total."""
+
+
+class DatasetError(RLBenchVecError, ValueError):
+    """A demo cannot be written in the asked format, or a dataset on disk is incomplete or malformed."""
