@@ -376,7 +376,6 @@ class Pool:
                 handle.ready, handle.ran, handle.facts = True, True, payload
                 os.unlink(handle.boot_log)
                 started.append(handle)
-                self._after_start(handle)
             elif status == FAILED:
                 self._restart(handle, f"the worker failed: {payload[0]}\n{payload[1]}")
                 return started
@@ -420,6 +419,7 @@ class Pool:
         self._account(records, round_trip)
 
     def _account(self, records: np.ndarray, round_trip: float) -> None:
+        records = records[records["env"] >= 0]  # a spare's reset belongs to no env
         envs = records["env"].astype(np.int64)
         a = self.accounts
         for name in ("exec_s", "write_s", "reset_s"):
@@ -461,6 +461,7 @@ class Pool:
                     reason, handle.restarts)
         self._plan_restart(handle, in_flight, reason)
         handle.start(vc.start_timeout_s)
+        self._send_plan(handle)
 
     def _plan_restart(self, handle: WorkerHandle, in_flight: list[Pending], reason: str) -> None:
         """After the new process starts, every instance is reset: envs in flight get their answer now
@@ -497,13 +498,9 @@ class Pool:
                 return int(hole[0])
         return CLAIM
 
-    def _after_start(self, handle: WorkerHandle) -> None:
-        """A (re)started worker is ready: reset its instances as planned."""
-        if not handle.plan:
-            if handle.takes_over is not None:  # a replacement from recycling: every instance a spare
-                handle.plan = {local: (-1, HOLD, SPARE, None) for local in range(len(handle.instances))}
-            else:
-                return
+    def _send_plan(self, handle: WorkerHandle) -> None:
+        """Queue the reset of a (re)started worker's instances, as planned, right behind its start: the
+        worker reads it before any command sent to it later."""
         plan, handle.plan = handle.plan, {}
         locals_ = sorted(plan)
         entries = np.zeros(len(locals_), ENTRY)
@@ -624,6 +621,7 @@ class Pool:
     def _after_episodes(self, ended: np.ndarray) -> None:
         """Envs whose episode ended (in env order, so runs with one seed stay alike): move each to a
         spare instance, or to its recycled worker's replacement; count episodes per worker."""
+        freed = []  # spares again once reset: queued after this batch, so no env gets one still resetting
         for env in ended.tolist():
             instance = int(self.env_inst[env])
             handle = self.inst_worker[instance]
@@ -633,7 +631,7 @@ class Pool:
             if target is None and self.spares:
                 target = self.spares.popleft()
                 if not handle.retiring:  # a retiring worker's instances serve no one again
-                    self.spares.append(instance)
+                    freed.append(instance)
             elif target is not None:
                 self.recycled.add(env)
                 self.accounts["recycles"][env] += 1
@@ -641,6 +639,7 @@ class Pool:
                 self.inst_env[instance], self.inst_env[target], self.env_inst[env] = -1, env, target
             if not handle.retiring:
                 self._check_recycle(handle)
+        self.spares.extend(freed)
         for handle in [h for h in self.workers if h.retiring and not (self.inst_env[h.instances] >= 0).any()]:
             self._retire(handle)
 
@@ -674,7 +673,9 @@ class Pool:
         handle.retiring, handle.replacement, new.takes_over = True, new, handle
         log.info("recycling worker %d (%d episodes): starting worker %d", handle.spec.worker_index, handle.episodes,
                  new.spec.worker_index)
+        new.plan = {local: (-1, HOLD, SPARE, None) for local in range(len(new.instances))}
         new.start(self.vc.start_timeout_s)
+        self._send_plan(new)
 
     def _spares_ready(self, handle: WorkerHandle) -> None:
         """A recycling replacement has reset its instances: they replace the retiring worker's spares,

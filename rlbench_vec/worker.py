@@ -314,7 +314,8 @@ class Runner:
         self._reset(local[again], [seeds[j] for j in again], [options[j] for j in again])
         d = Delivery(len(local), 1)
         for position, (i, kind) in enumerate(zip(local.tolist(), kinds.tolist())):
-            if kind == OBSERVE:
+            if kind == OBSERVE:  # the episode goes on as it was
+                d.flags[position] |= EPISODE_OVER if self.over[i] else 0
                 continue
             if kind == NOTICE:
                 self._notify(d, position, i)
