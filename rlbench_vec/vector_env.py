@@ -513,7 +513,7 @@ class RLBenchVectorEnv(VectorEnv):
 
     # ------------------------------------------------------------------ stats, info
     def _stats_now(self) -> dict[str, np.ndarray]:
-        return {key: value.copy() for key, value in self._pool.accounts.items()}
+        return self._pool.totals()
 
     def stats(self) -> dict[str, np.ndarray]:
         """Per-env totals since start or reset_stats(): exec_s (backend steps), write_s (observation
