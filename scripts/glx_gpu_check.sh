@@ -31,7 +31,7 @@ DEBS=(
 )
 # The GPU machine's python3 is 3.12 with numpy, psutil, cloudpickle, typing-extensions, imageio.
 WHEELS=(mujoco==4.0.0 mujoco-core==4.0.0 glfw==2.11.0 gymnasium==1.4.0 farama-notifications==0.0.6)
-LIB=usr/lib/x86_64-linux-gnu
+LIBS=(usr/lib/x86_64-linux-gnu lib/x86_64-linux-gnu)
 
 prepare() {
     local carry=${1:-.devcarry-glx} stage debs
@@ -42,9 +42,9 @@ prepare() {
     for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$stage"; done
     # Keep what Xvfb, xkbcomp, llvmpipe and the X clients load; drop docs, the other DRI drivers and
     # the ICU parts libxml2 does not link.
-    rm -rf "$stage"/usr/share/{doc,man,locale,lintian,bug,info,doc-base,pkgconfig} "$stage"/etc
-    find "$stage/$LIB/dri" -type f ! -name swrast_dri.so -delete
-    rm -f "$stage/$LIB"/libicu{i18n,io,test}.so*
+    rm -rf "${stage:?}"/usr/share/{doc,man,locale,lintian,bug,info,doc-base,pkgconfig} "${stage:?}"/etc
+    find "$stage/${LIBS[0]}/dri" -type f ! -name swrast_dri.so -delete
+    rm -f "$stage/${LIBS[0]}"/libicu{i18n,io,test,tu}.so*
     find "$stage/usr/bin" -type f ! -name Xvfb ! -name xkbcomp -delete
     tar -C "$stage" -cf - . | xz -9e -T0 >"$carry/prefix.tar.xz"
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -52,6 +52,7 @@ prepare() {
         --platform manylinux2014_x86_64 -d "$carry/whl" "${WHEELS[@]}"
     {
         echo "# scripts/glx_gpu_check.sh prepare, $(date -u +%F): Debian $(cat /etc/debian_version) packages"
+        # shellcheck disable=SC2016  # dpkg-deb's own ${field} syntax
         for deb in "$debs"/*.deb; do dpkg-deb --showformat='${Package} ${Version}\n' --show "$deb"; done
         echo "# wheels"
         ls "$carry/whl"
@@ -67,17 +68,32 @@ run() {
     export GLX_CHECK_DEADLINE=$(($(date +%s) + ${GLX_CHECK_SECONDS:-450}))
     python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter='fully_trusted')" \
         "$carry/prefix.tar.xz" "$prefix"
-    # Use from the prefix only what the machine lacks: its own (newer) libraries win.
-    local lib name kept=() used=()
-    if [[ ${GLX_CHECK_ALL_LIBS:-0} != 1 ]]; then
-        local cache
-        cache=$(ldconfig -p)
-        for lib in "$prefix/$LIB"/*.so.*; do
-            name=$(basename "$lib")
-            if grep -q "^[[:space:]]$name " <<<"$cache"; then rm -f "$lib"; kept+=("$name"); else used+=("$name"); fi
+    # Use from the prefix only what the machine lacks: its own (newer) libraries win. Sonames
+    # (lib*.so.N) are what the dynamic linker looks up; a group shares private interfaces, so it
+    # comes whole from one side.
+    local folder lib name group member other cache kept=() used=()
+    local -A ours=()
+    cache=$(ldconfig -p)
+    has() { grep -q "^[[:space:]]$1 " <<<"$cache"; }
+    for group in "libGL.so.1 libGLX.so.0 libGLdispatch.so.0" "libGLX_mesa.so.0 libglapi.so.0" \
+        "libX11.so.6 libX11-xcb.so.1"; do
+        for member in $group; do
+            if ! has "$member"; then for other in $group; do ours[$other]=1; done; break; fi
         done
-    fi
-    echo "from the prefix: ${used[*]:-all}" >"$OUT/prefix_libs.txt"
+    done
+    for folder in "${LIBS[@]/#/$prefix/}"; do
+        for lib in "$folder"/*.so.*; do
+            name=$(basename "$lib")
+            [[ $name =~ \.so\.[0-9]+$ ]] || continue
+            if [[ ${GLX_CHECK_ALL_LIBS:-0} != 1 && -z ${ours[$name]:-} ]] && has "$name"; then
+                rm -f "$lib"
+                kept+=("$name")
+            else
+                used+=("$name")
+            fi
+        done
+    done
+    echo "from the prefix: ${used[*]:-}" >"$OUT/prefix_libs.txt"
     echo "the machine's own: ${kept[*]:-}" >>"$OUT/prefix_libs.txt"
     mkdir -p "$prefix/wrap"
     printf '#!/bin/sh\nexec %s/usr/bin/Xvfb -xkbdir %s/usr/share/X11/xkb "$@"\n' "$prefix" "$prefix" >"$prefix/wrap/Xvfb"
@@ -88,13 +104,13 @@ run() {
         echo "added /usr/bin/xkbcomp (a wrapper)" >>"$OUT/prefix_libs.txt"
     fi
     export PATH=$prefix/wrap:$PATH
-    export LD_LIBRARY_PATH=$prefix/$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export LD_LIBRARY_PATH=$prefix/${LIBS[0]}:$prefix/${LIBS[1]}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     for folder in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do  # the driver's folder, where not in ld's cache
         if [[ -e $folder/libGLX_nvidia.so.0 ]] && ! ldconfig -p | grep -q libGLX_nvidia.so.0; then
             export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$folder
         fi
     done
-    export LIBGL_DRIVERS_PATH=$prefix/$LIB/dri
+    export LIBGL_DRIVERS_PATH=$prefix/${LIBS[0]}/dri
     [[ -d /usr/share/X11/locale ]] || export XLOCALEDIR=$prefix/usr/share/X11/locale
     if ! python3 -c "import mujoco, glfw, gymnasium" 2>/dev/null; then
         python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
