@@ -64,13 +64,15 @@ def run(mode: str, num_envs: int, seconds: float, images: Path | None = None,
         sample = ActionSampler(env, 1, seed=0)
         for _ in range(WARMUP_STEPS):
             obs = env.step(sample(obs)[:, 0])[0]
-        steps, observed, begin = 0, None, time.perf_counter()
-        while steps < MIN_STEPS or time.perf_counter() - begin < seconds:
+        steps, observed, paused, begin = 0, None, 0.0, time.perf_counter()
+        while steps < MIN_STEPS or time.perf_counter() - begin - paused < seconds:
             obs = env.step(sample(obs)[:, 0])[0]
             steps += 1
             if during is not None and observed is None and time.perf_counter() - begin > seconds / 2:
+                pause = time.perf_counter()
                 observed = during(env)
-        elapsed = time.perf_counter() - begin
+                paused = time.perf_counter() - pause  # not stepping meanwhile: not timed
+        elapsed = time.perf_counter() - begin - paused
         facts = worker_facts(env)
     finally:
         env.close()

@@ -15,8 +15,8 @@ Sections:
   selection  which variables put a GLX context on which GPU, for every GPU; open_display('xvfb-gpu')
              for one worker per GPU
   fbo        tests/programs/glx_fbo_readback.py (offscreen FBO render + glReadPixels, as CoppeliaSim's
-             vision sensors) under Mesa and NVIDIA: frames/s and image differences; nvidia-smi's
-             process list while the NVIDIA one runs
+             vision sensors; 512x512, at least 100 frames and 4 s) under Mesa and NVIDIA: frames/s
+             and image differences; nvidia-smi's process list while the NVIDIA one runs
   mujoco     benchmarks/glx_throughput.py, xvfb-cpu vs xvfb-gpu per env count: env-steps/s, each
              worker's renderer and GPU; nvidia-smi during the 16-env GPU run; env 0's first
              observation compared between Mesa and NVIDIA
@@ -216,11 +216,11 @@ def fbo(report: Report, result: dict) -> None:
             folder = report.scratch / "fbo" / vendor
             env = {**os.environ, **display.environ, glx.VENDOR_ENV: vendor}
             process = subprocess.Popen([sys.executable, str(FBO_PROGRAM), str(folder), "--size", "512",
-                                        "--frames", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                       text=True, env=env)
+                                        "--frames", "100", "--min_seconds", "4"], stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True, env=env)
             during = None
             if vendor == "nvidia":
-                time.sleep(2.0)  # past context creation: the process renders now
+                time.sleep(2.5)  # past context creation: the process renders now, for 4 s
                 smi = nvidia_smi()
                 during = {"pid": process.pid, "listed": [p for p in smi["processes"] if p["pid"] == process.pid],
                           "all_processes": smi["processes"], "gpus": smi["gpus"]}

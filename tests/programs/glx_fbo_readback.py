@@ -3,11 +3,11 @@ on $DISPLAY, an offscreen framebuffer object (RGBA8 colour and 24-bit depth rend
 fixed-function scene (a lit sphere from vertex arrays, an unlit red triangle in front of it, an unlit
 green square behind it), then glReadPixels of colour and depth.
 
-    python tests/programs/glx_fbo_readback.py OUT_DIR [--size 256] [--frames 100]
+    python tests/programs/glx_fbo_readback.py OUT_DIR [--size 256] [--frames 100] [--min_seconds 0]
 
 Writes OUT_DIR/rgb.npy (size x size x 3 uint8, top row first) and OUT_DIR/depth.npy (float32 window
 depth, 1.0 where nothing was drawn) and prints one JSON line: the GL strings and device UUIDs of the
-context, and frames/s of render + readback over --frames frames. tests/test_display.py checks its
+context, and frames/s of render + readback over at least --frames frames and --min_seconds. tests/test_display.py checks its
 image under Mesa; scripts/glx_gpu_check.sh compares Mesa's and NVIDIA's.
 
 Where things land (glFrustum(-0.1, 0.1, -0.1, 0.1, near=0.2, far=10), eye 3 units before the sphere):
@@ -150,15 +150,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--size", type=int, default=256)
-    parser.add_argument("--frames", type=int, default=100, help="timed render + readback frames")
+    parser.add_argument("--frames", type=int, default=100, help="timed render + readback frames, at least")
+    parser.add_argument("--min_seconds", type=float, default=0.0, help="keep rendering at least this long")
     args = parser.parse_args()
     context = GLXContext()
     try:
         scene = Scene(context, args.size)
         scene.render()  # first frame: compiles and uploads, not timed
-        start = time.perf_counter()
-        for _ in range(args.frames):
+        frames, start = 0, time.perf_counter()
+        while frames < args.frames or time.perf_counter() - start < args.min_seconds:
             scene.render()
+            frames += 1
         elapsed = time.perf_counter() - start
         args.out_dir.mkdir(parents=True, exist_ok=True)
         np.save(args.out_dir / "rgb.npy", scene.rgb[::-1])  # OpenGL's rows go bottom-up
@@ -166,8 +168,7 @@ def main() -> None:
         info = context.info()
     finally:
         context.close()
-    print(json.dumps({**info.__dict__, "size": args.size, "frames": args.frames,
-                      "frames_per_s": args.frames / elapsed, "triangles": len(scene.sphere_vertices) // 3 + 3}))
+    print(json.dumps({**info.__dict__, "size": args.size, "frames": frames, "frames_per_s": frames / elapsed, "triangles": len(scene.sphere_vertices) // 3 + 3}))
 
 
 if __name__ == "__main__":
