@@ -32,9 +32,9 @@ MIN_STEPS = 10
 
 
 def worker_facts(env: RLBenchVectorEnv) -> list[dict[str, Any]]:
-    """What each worker reported at start (engines without worker_facts report nothing)."""
-    report = getattr(env, "worker_facts", None)
-    return report() if report is not None else []
+    """What each worker reported at start (a property or a method, by engine version; none: nothing)."""
+    report = getattr(env, "worker_facts", [])
+    return list(report() if callable(report) else report)
 
 
 def summarize(facts: list[dict[str, Any]]) -> dict[str, Any]:
