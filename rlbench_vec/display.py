@@ -239,11 +239,11 @@ def open_display(setting: str | list | tuple | None, needs_display: bool, worker
 
 def _set_up_gl(display: Display, mode: str, worker_index: int) -> None:
     if mode not in XVFB_MODES:  # an X server of the user's: report what it renders with, change nothing
-        _use_untested_fallback(display, display.environ, gl_mode="unchanged")
+        _use_whatever_renders(display, display.environ, gl_mode="unchanged")
         return
     mesa = {**display.environ, VENDOR_ENV: "mesa"}
     if mode == CPU:
-        _use_untested_fallback(display, mesa, gl_mode="mesa")
+        _use_whatever_renders(display, mesa, gl_mode="mesa")
         return
     gpus = nvidia_gpus()
     missing = _missing_for_gpu(gpus, nvidia_glx_library())
@@ -255,10 +255,10 @@ def _set_up_gl(display: Display, mode: str, worker_index: int) -> None:
             missing = [str(error)]
     if mode == GPU:
         raise BackendUnavailableError(_gpu_unavailable(missing))
-    _use_untested_fallback(display, mesa, gl_mode="mesa", gl_fallback="; ".join(missing)[:DETAIL_LIMIT])
+    _use_whatever_renders(display, mesa, gl_mode="mesa", gl_fallback="; ".join(missing)[:DETAIL_LIMIT])
 
 
-def _use_untested_fallback(display: Display, environ: dict[str, str], **details: Any) -> None:
+def _use_whatever_renders(display: Display, environ: dict[str, str], **details: Any) -> None:
     """Use `environ` whatever the self-test finds: a failure is reported in facts, and the simulator's
     own error follows when it starts."""
     try:

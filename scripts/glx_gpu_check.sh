@@ -28,6 +28,9 @@ DEBS=(
     libx11-6 libx11-data libx11-xcb1 libxau6 libxdmcp6 libxcb1 libxcb-dri2-0 libxcb-dri3-0 libxcb-glx0
     libxcb-present0 libxcb-randr0 libxcb-shm0 libxcb-sync1 libxcb-xfixes0 libxext6 libxfixes3
     libxshmfence1 libxxf86vm1 libxrandr2 libxrender1 libxinerama1 libxcursor1 libxi6
+    # in most base images, carried in case the GPU machine's lacks one (only missing ones are used)
+    libsystemd0 libaudit1 libcap-ng0 libselinux1 libpcre2-8-0 libgcrypt20 libgpg-error0 liblz4-1 libzstd1
+    liblzma5 libcap2 libbz2-1.0 zlib1g libtinfo6 libuuid1
 )
 # The GPU machine's python3 is 3.12 with numpy, psutil, cloudpickle, typing-extensions, imageio.
 WHEELS=(mujoco==4.0.0 mujoco-core==4.0.0 glfw==2.11.0 gymnasium==1.4.0 farama-notifications==0.0.6)
