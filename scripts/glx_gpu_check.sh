@@ -5,12 +5,14 @@
 #   scripts/glx_gpu_check.sh prepare [CARRY]   here (Debian 12, apt-get and pip reach their registries):
 #       downloads Xvfb, xkbcomp, Mesa (llvmpipe), libglvnd and the X client libraries as .debs, unpacks
 #       them into one pruned prefix (CARRY/prefix.tar.xz), and the wheels the GPU machine lacks
-#       (CARRY/whl); CARRY/manifest.txt lists every package and version. Default CARRY: .devcarry-glx
-#   scripts/glx_gpu_check.sh run CARRY [ARGS]  there, from the repository root (a tree with this branch's
-#       rlbench_vec/display.py): unpacks the prefix to /tmp/glx-prefix, uses from it only the libraries
-#       the machine lacks, installs the wheels to /tmp/site unless mujoco, glfw and gymnasium import
-#       already, then runs scripts/glx_gpu_check.py (ARGS go to it). $OUT (default ./out) gets four files:
-#       glx_gpu_check.json, glx_gpu_check.log, glx_images.png, prefix_libs.txt.
+#       (CARRY/whl); CARRY/manifest.txt lists every package and version. It also copies this script
+#       and this branch's files the check runs (CARRY/overlay). Default CARRY: .devcarry-glx
+#   bash CARRY/glx_gpu_check.sh run CARRY [ARGS]  there, from the repository root: where the tree's
+#       rlbench_vec/display.py has no self-test yet (this branch not merged), puts the overlay's files
+#       into that (throw-away) copy of the tree; unpacks the prefix to /tmp/glx-prefix and uses from it
+#       only the libraries the machine lacks; installs the wheels to /tmp/site unless mujoco, glfw and
+#       gymnasium import already; runs scripts/glx_gpu_check.py (ARGS go to it). $OUT (default ./out)
+#       gets four files: glx_gpu_check.json, glx_gpu_check.log, glx_images.png, prefix_libs.txt.
 #
 # Nothing is unpacked into /: the one file `run` may add outside /tmp is /usr/bin/xkbcomp, a
 # two-line wrapper, and only where none exists (Xvfb runs xkbcomp from that compiled-in path).
@@ -35,10 +37,15 @@ DEBS=(
 # The GPU machine's python3 is 3.12 with numpy, psutil, cloudpickle, typing-extensions, imageio.
 WHEELS=(mujoco==4.0.0 mujoco-core==4.0.0 glfw==2.11.0 gymnasium==1.4.0 farama-notifications==0.0.6)
 LIBS=(usr/lib/x86_64-linux-gnu lib/x86_64-linux-gnu)
+OVERLAY=(rlbench_vec/display.py tests/programs/glx_fbo_readback.py benchmarks/glx_throughput.py scripts/glx_gpu_check.py)
 
 prepare() {
-    local carry=${1:-.devcarry-glx} stage debs
+    local carry=${1:-.devcarry-glx} stage debs repo
     carry=$(mkdir -p "$carry" && cd "$carry" && pwd)
+    repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    mkdir -p "$carry/overlay"
+    (cd "$repo" && cp --parents "${OVERLAY[@]}" "$carry/overlay/")
+    cp "$repo/scripts/glx_gpu_check.sh" "$carry/glx_gpu_check.sh"
     stage=$(mktemp -d) debs=$(mktemp -d)
     trap 'rm -rf "$stage" "$debs"' RETURN
     (cd "$debs" && apt-get download -q "${DEBS[@]}" >/dev/null)
@@ -69,6 +76,15 @@ run() {
     export OUT=${OUT:-$PWD/out}
     mkdir -p "$OUT" "$prefix"
     export GLX_CHECK_DEADLINE=$(($(date +%s) + ${GLX_CHECK_SECONDS:-450}))
+    : >"$OUT/prefix_libs.txt"
+    if ! grep -q "def probe_gl" rlbench_vec/display.py; then  # this branch is not merged into the tree
+        cp -r "$carry/overlay/." .
+        if grep -q "def parent_death_signal" rlbench_vec/process.py 2>/dev/null; then
+            sed -i 's/from .worker import parent_death_signal/from .process import parent_death_signal/' \
+                rlbench_vec/display.py
+        fi
+        echo "overlaid this branch's ${OVERLAY[*]}" >>"$OUT/prefix_libs.txt"
+    fi
     python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter='fully_trusted')" \
         "$carry/prefix.tar.xz" "$prefix"
     # Use from the prefix only what the machine lacks: its own (newer) libraries win. Sonames
@@ -96,7 +112,7 @@ run() {
             fi
         done
     done
-    echo "from the prefix: ${used[*]:-}" >"$OUT/prefix_libs.txt"
+    echo "from the prefix: ${used[*]:-}" >>"$OUT/prefix_libs.txt"
     echo "the machine's own: ${kept[*]:-}" >>"$OUT/prefix_libs.txt"
     mkdir -p "$prefix/wrap"
     printf '#!/bin/sh\nexec %s/usr/bin/Xvfb -xkbdir %s/usr/share/X11/xkb "$@"\n' "$prefix" "$prefix" >"$prefix/wrap/Xvfb"
