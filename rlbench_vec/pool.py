@@ -314,11 +314,8 @@ class Pool:
         page = self.buffers.filling
         dest = envs if ordered else np.full(len(envs), CLAIM)
         for handle, entries in self._entries_by_worker(envs, dest).items():
-            # a reset per env whose episode is over, and one more: the worker may be resetting another
-            # of its envs ahead when the command arrives (it resets ahead one at a time)
-            resets = 1 + int(self.over[entries["env"]].sum())
-            handle.send(STEP, entries, self.vc.step_timeout_s * k * len(entries) + self.vc.reset_timeout_s * resets,
-                        page, k)
+            handle.send(STEP, entries, self.vc.step_timeout_s * k * len(entries)
+                        + self.vc.reset_timeout_s * self._resets_before_answer(handle), page, k)
         self._mark(envs, STEP, k)
 
     def reset(self, envs: np.ndarray, seeds: list, options: list, kinds: list) -> None:
@@ -337,6 +334,12 @@ class Pool:
         for handle, entries in self._entries_by_worker(envs, np.full(len(envs), HOLD)).items():
             handle.send(CALL, entries, timeout_s * len(entries), payload=payload)
         self._mark(envs, CALL, 0)
+
+    def _resets_before_answer(self, handle: WorkerHandle) -> int:
+        """Resets a worker may run before it answers a step: one per env of it whose episode is over
+        (reset now or ahead) and per spare it holds (reset ahead after an episode ended)."""
+        served = self.inst_env[handle.instances]
+        return int(np.count_nonzero(served < 0) + np.count_nonzero(self.over[served[served >= 0]]))
 
     def _mark(self, envs: np.ndarray, command: int, k: int) -> None:
         self.phase[envs], self.command[envs], self.width[envs] = RUNNING, command, k

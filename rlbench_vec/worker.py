@@ -434,9 +434,8 @@ def worker_main(spec: WorkerSpec, conn) -> None:
         if backend_type.needs_display(spec.config) or spec.display is not None:
             from .display import open_display
 
+            # exports DISPLAY, XAUTHORITY and the GLX vendor library for the simulator about to load
             display = open_display(spec.display, backend_type.needs_display(spec.config), spec.worker_index)
-            if display is not None:
-                os.environ["DISPLAY"] = display.name
         buffers = SharedBuffers.attach(spec.shm_name, spec.fields)
         group = backend_type.make_group(spec.config, spec.instances)
         runner = Runner(group, buffers, spec)
