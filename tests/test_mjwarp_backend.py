@@ -41,11 +41,11 @@ def config(**kwargs) -> EnvConfig:
     return EnvConfig(**{**CAMERA_CONFIG, **kwargs}).validated()
 
 
-def batched(cfg: EnvConfig, worlds: int = WORLDS):
+def batched(cfg: EnvConfig, worlds: int = WORLDS, **kwargs):
     use_renderer(cfg)  # MuJoCo's GL backend is fixed at its first import
     from rlbench_vec.backends.mjwarp.simulation import BatchedSimulation
 
-    return BatchedSimulation(cfg, worlds, DEVICE)
+    return BatchedSimulation(cfg, worlds, DEVICE, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -142,15 +142,22 @@ def test_depth_and_masks_match_the_mujoco_renderer(sim):
 def test_oracle_actions_solve_the_task_in_every_world(sim):
     """The mujoco backend's oracle (absolute ik poses, planned from the same episode start) drives every
     world to success: reward 1 and termination, each world at its own step."""
-    cfg = sim.config
     sim.reset(seeds=SEEDS)
-    oracles = [reference(cfg, seed).oracle_actions() for seed in SEEDS]
-    rewards, done = np.zeros(WORLDS), np.zeros(WORLDS, bool)
+    assert drive_oracles(sim, sim.config, SEEDS).tolist() == [1.0] * WORLDS
+
+
+def drive_oracles(sim, cfg: EnvConfig, seeds: list[int]) -> np.ndarray:
+    """Step every world with the mujoco backend's oracle of its episode (the oracle plans from the
+    reference simulation, stepped alongside); the reward each world got."""
+    references = [reference(cfg, seed) for seed in seeds]
+    oracles = [host.oracle_actions() for host in references]
+    rewards, done = np.zeros(len(seeds)), np.zeros(len(seeds), bool)
     for _ in range(cfg.max_episode_steps):
         actions = hold_pose(sim)
         for world, oracle in enumerate(oracles):
-            action = next(oracle, None)
+            action = next(oracle, None) if not done[world] else None
             if action is not None:
+                references[world].act(action)
                 actions[world] = action
         result = sim.step(actions, active=~done)
         assert not result.fault.cpu().numpy().any() and not result.error.cpu().numpy().any()
@@ -158,7 +165,19 @@ def test_oracle_actions_solve_the_task_in_every_world(sim):
         done |= result.terminated.cpu().numpy()
         if done.all():
             break
-    assert rewards.tolist() == [1.0] * WORLDS
+    return rewards
+
+
+@pytest.mark.parametrize("task", ["reach_target", "open_drawer"])
+def test_the_other_tasks_match_their_state_and_succeed(task):
+    cfg = config(task=task, cameras=(), low_dim=("gripper_pose", "task_low_dim_state"))
+    sim = batched(cfg, 2)
+    seeds = [21, 22]
+    sim.reset(seeds=seeds)
+    state = sim.observe()["task_low_dim_state"].cpu().numpy()
+    for world, seed in enumerate(seeds):
+        np.testing.assert_allclose(state[world], reference(cfg, seed).task.low_dim_state(), atol=1e-5)
+    assert drive_oracles(sim, cfg, seeds).tolist() == [1.0, 1.0]
 
 
 def test_joint_velocity_actions_move_like_the_mujoco_backend():
@@ -214,6 +233,26 @@ def test_a_nan_world_is_flagged_and_restored_without_touching_the_others(sim):
     np.testing.assert_allclose(poisoned_state[[0, 2]], clean_state[[0, 2]], atol=1e-4)
     for name in ("reward", "terminated", "error", "control_steps"):
         np.testing.assert_array_equal(poisoned[name][[0, 2]], clean[name][[0, 2]], err_msg=name)
+
+
+def test_a_constraint_overflow_ends_only_that_worlds_episode():
+    """Three blocks resting on the table need 49 constraint rows; with room for 56, pushing a block into
+    another in world 1 overflows that world's rows only."""
+    cfg = config(arm_mode="joint_velocity", cameras=(), low_dim=("joint_positions",))
+    sim = batched(cfg, 2, njmax=56)
+    sim.reset(seeds=[1, 2])
+    start = state(sim)
+    still = np.zeros((2, 8), np.float32)
+    still[:, -1] = 1.0
+    assert sim.step(still).fault.cpu().numpy().tolist() == [0, 0]
+    block, other = sim.host.task.qpos_adr[:2]
+    qpos = sim.d.qpos.numpy()
+    qpos[1, block:block + 3] = qpos[1, other:other + 3] + [0.03, 0.0, 0.0]  # overlapping boxes
+    sim.d.qpos.assign(qpos)
+    result = sim.step(still)
+    assert result.fault.cpu().numpy().tolist() == [0, 2]  # faults.CONSTRAINT_OVERFLOW
+    assert result.truncated.cpu().numpy().tolist() == [False, True]
+    np.testing.assert_array_equal(state(sim)[1], start[1])
 
 
 def test_invalid_actions_end_only_their_episode(sim):

@@ -19,6 +19,8 @@ import warp as wp
 from ..mujoco.actions import UNIT_QUATERNION_TOLERANCE
 from ..mujoco.ik import PandaKinematics
 from ..mujoco.robot import (
+    FINGERS_STILL,
+    GRIPPER_SAME_GOAL,
     GRIPPER_SPEED,
     MAX_GRIPPER_STEPS,
     MAX_MOTION_STEPS,
@@ -64,8 +66,7 @@ REACHED, STILL = wp.constant(float(REACHED_TOLERANCE)), wp.constant(float(STILL_
 MOTION_STEPS, GRIPPER_STEPS = wp.constant(MAX_MOTION_STEPS), wp.constant(MAX_GRIPPER_STEPS)
 GRIPPER_VELOCITY = wp.constant(float(GRIPPER_SPEED))
 QUAT_TOLERANCE = wp.constant(float(UNIT_QUATERNION_TOLERANCE))
-FINGER_STILL = wp.constant(1e-3)  # m/s: the fingers stopped (robot.py's gripper check)
-GRIPPER_SAME = wp.constant(1e-6)  # a gripper target this close to the current goal changes nothing
+FINGER_STILL, GRIPPER_SAME = wp.constant(float(FINGERS_STILL)), wp.constant(float(GRIPPER_SAME_GOAL))
 
 K = PandaKinematics
 IK_ITERATIONS = wp.constant(K.ITERATIONS)

@@ -18,12 +18,13 @@ import warp as wp
 
 from ...config import EnvConfig
 from ...spec import observation_spec
+from ..mujoco.robot import GRIPPER_OPEN_FRACTION
 from ..mujoco.scene import CAMERA_FAR, CAMERA_NEAR, FINGER_MAX
 from .control import Arm
 from .tasks import BatchedTask
 
 _GEOM = wp.constant(int(mjw.ObjType.GEOM))
-_OPEN_FRACTION = wp.constant(0.9)  # gripper_open: fingers more than 90 % open, as RLBench
+_OPEN_FRACTION = wp.constant(float(GRIPPER_OPEN_FRACTION))
 _FINGER_MAX = wp.constant(float(FINGER_MAX))
 _WARP_DTYPES = {np.dtype(np.uint8): wp.uint8, np.dtype(np.float32): wp.float32, np.dtype(np.float64): wp.float64}
 ROBOT_FIELDS = {  # low-dim fields the robot kernel writes, with their per-world shapes

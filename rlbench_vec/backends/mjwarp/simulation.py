@@ -129,6 +129,7 @@ class BatchedSimulation:
         self.task = BATCHED_TASKS[self.config.task](host.task, num_worlds, self.device)
         self.observer = Observer(self.config, host.model, self.m, self.d, self.arm, self.task,
                                  self.episodes.variation, self.device)
+        self.spec = self.observer.spec  # per-world layout: rlbench_vec.spec.observation_spec of the mujoco backend
 
         zeros = self._zeros
         self._actions, self._active = zeros((num_worlds, self.action_size), wp.float32), zeros(num_worlds, wp.int32)
@@ -228,7 +229,8 @@ class BatchedSimulation:
                       inputs=[self.arm, self.controller, velocity_mode, dt, d.ctrl])
             mjw.step(self.m, d)
         self._contacts.zero_()
-        wp.launch(count_contacts, dim=d.naconmax, device=self.device, inputs=[d.nacon, d.contact.worldid, self._contacts])
+        wp.launch(count_contacts, dim=d.naconmax, device=self.device,
+                  inputs=[d.nacon, d.contact.worldid, self._contacts])
         wp.launch(detect_faults, dim=n, device=self.device,
                   inputs=[d.qpos, d.qvel, d.overflow, self._contacts, self.nconmax, self.controller.fault])
         self._status.zero_()
@@ -293,8 +295,8 @@ class BatchedSimulation:
         return self.output
 
     def step_chunk(self, actions: Any) -> ChunkOutput:
-        """K actions per world (num_worlds, K, action_size) in one launch sequence, without host
-        synchronisation; a world stops at its episode's end (terminated or truncated)."""
+        """K actions per world (num_worlds, K, action_size) in one call: K steps whose results stay on
+        the device; a world stops at its episode's end (terminated or truncated) and holds still after."""
         chunk = torch.as_tensor(actions, dtype=torch.float32, device=self.torch_device)
         if chunk.ndim != 3 or chunk.shape[0] != self.num_worlds or chunk.shape[2] != self.action_size:
             raise ActionError(f"step_chunk expects actions of shape ({self.num_worlds}, K, {self.action_size}), "

@@ -42,7 +42,10 @@ def resolve_renderer(config: EnvConfig) -> str:
 def loaded_renderer() -> str | None:
     """The GL backend of an already imported MuJoCo ("osmesa", "egl", "glfw"), else None."""
     mujoco = sys.modules.get("mujoco")
-    return None if mujoco is None else mujoco.GLContext.__module__.rsplit(".", 1)[-1]
+    if mujoco is None:
+        return None
+    context = getattr(mujoco, "GLContext", None)  # absent where MUJOCO_GL=disable
+    return "disable" if context is None else context.__module__.rsplit(".", 1)[-1]
 
 
 def use_renderer(config: EnvConfig) -> None:
