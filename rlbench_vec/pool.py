@@ -201,10 +201,11 @@ class Pool:
     """All workers of one vector env and the state of its envs."""
 
     def __init__(self, config: EnvConfig, vc: VectorConfig, buffers: SharedBuffers, envs_per_worker: int,
-                 before_refill: Callable[[int], None]):
+                 before_refill: Callable[[int], None], on_device_pages: Callable[[list], None] | None = None):
         n, self.num_envs = vc.num_envs, vc.num_envs
         self.config, self.vc, self.buffers = config, vc, buffers
         self.before_refill = before_refill  # called with a page before workers may write it again
+        self.on_device_pages = on_device_pages  # called with a started worker's device pages, if it has some
         # start-up logs: /dev/shm files named like our segments, so a killed owner's are swept too
         self.boot_prefix = os.path.join(SHM_DIR, segment_name(secrets.token_hex(6)) + "-boot")
         self.poller = Poller()
@@ -250,7 +251,7 @@ class Pool:
         config = replace(self.config, video_cameras=vc.video.cameras) if records else self.config
         spec = WorkerSpec(
             worker_index=index, instances=instances, config=config, shm_name=self.buffers.name,
-            fields=self.buffers.fields, max_chunk=vc.max_chunk, chunk_obs=vc.chunk_obs,
+            fields=self.buffers.fields, max_chunk=vc.max_chunk, chunk_obs=vc.chunk_obs, rows=vc.num_envs,
             autoreset_mode=vc.autoreset_mode, eager_reset=vc.eager_reset, display=display,
             cpu_affinity=None if cpus is None else cpus[index % len(cpus)], video=vc.video,
         )
@@ -392,7 +393,10 @@ class Pool:
                 if status == FAILED:
                     self._start_failed(handle, *payload)
                     return started
-                handle.ready, handle.ran, handle.facts = True, True, payload
+                handle.ready, handle.ran = True, True
+                handle.facts = {key: value for key, value in payload.items() if key != "pages"}
+                if "pages" in payload and self.on_device_pages is not None:
+                    self.on_device_pages(payload["pages"])
                 os.unlink(handle.boot_log)
                 started.append(handle)
             elif status == FAILED:

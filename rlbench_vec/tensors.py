@@ -99,6 +99,8 @@ class TensorConverter:
             self.device = torch.device("cuda", torch.cuda.current_device())
         self._stream = torch.cuda.Stream(self.device)
         self._spans = []
+        if not any(self._pages):  # the backend keeps observations on its device: nothing to pin
+            return
         for views, shared in zip(self._pages, self._shared):
             # a page's whole observation span as one byte tensor (the views keep the memory mapped), and
             # where each key lies in it
@@ -120,6 +122,11 @@ class TensorConverter:
         if "executed" in info:
             small["executed"] = info["executed"]
         chunk_obs = info.get("chunk_observations")
+        if obs and not isinstance(next(iter(obs.values())), np.ndarray):  # tensors of a device backend already
+            obs = {key: value.to(self.device) for key, value in obs.items()}
+            moved = {key: self._torch.from_numpy(value).to(self.device) for key, value in small.items()}
+            info.update({"executed": moved.pop("executed")} if "executed" in moved else {})
+            return obs, moved["reward"], moved["terminated"], moved["truncated"], info
         if self.device.type == "cpu":
             out = dict(self._shared[page]) if whole_page else {k: self._torch.from_numpy(v) for k, v in obs.items()}
             moved = {k: self._torch.from_numpy(v) for k, v in small.items()}

@@ -65,7 +65,8 @@ def _pickled(payload: Any, what: str) -> bytes:
 
 def buffer_plan(layout: dict[str, ArraySpec], n: int, max_chunk: int, every_obs: bool,
                 action_dim: int) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """The shared block: two pages of result slots (one per env each), the actions, the claim counters."""
+    """The shared block: two pages of result slots (one per env each), the actions, the claim counters.
+    An empty layout leaves the observations out (a backend that keeps them on its device)."""
     plan: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
     for page in (0, 1):
         plan.update({f"page{page}/obs/{key}": ((n, *s.shape), s.dtype) for key, s in layout.items()})
@@ -171,7 +172,8 @@ class RLBenchVectorEnv(VectorEnv):
             raise ConfigError(f"display lists {len(vc.display)} displays for {workers} workers ({per_worker} envs "
                               "each); give one per worker or a single string for all.")
         check_display(vc.display, backend_type.needs_display(config))
-        plan = buffer_plan(layout, n, vc.max_chunk, vc.chunk_obs == "all", self._action_size)
+        on_device = backend_type.observations_on_device(config)
+        plan = buffer_plan({} if on_device else layout, n, vc.max_chunk, vc.chunk_obs == "all", self._action_size)
         check_resources(plan, workers)
         shm.sweep_stale_segments()
         sweep_stale_displays()
@@ -188,7 +190,8 @@ class RLBenchVectorEnv(VectorEnv):
                 from .tensors import TensorConverter
 
                 self._to_tensors = TensorConverter([page["obs"] for page in self._pages], vc.device)
-            self._pool = self._resources.pool = Pool(config, vc, buffers, per_worker, self._wait_copies)
+            self._pool = self._resources.pool = Pool(config, vc, buffers, per_worker, self._wait_copies,
+                                                     self._use_device_pages if on_device else None)
             started = time.monotonic()
             self._pool.start(on_worker_ready)
             self.start_time_s = time.monotonic() - started
@@ -204,6 +207,11 @@ class RLBenchVectorEnv(VectorEnv):
         self._stats_baseline = self._stats_now()
         self._last_stats: dict[str, np.ndarray] | None = None
         self.closed = False
+
+    def _use_device_pages(self, pages: list[dict[str, dict[str, Any]]]) -> None:
+        """A worker that keeps observations on its device shared its two pages (again after a restart)."""
+        for ours, theirs in zip(self._pages, pages):
+            ours["obs"], ours["chunk"] = theirs["obs"], theirs.get("chunk", {})
 
     def _wait_copies(self, page: int) -> None:
         """With device="cuda", copies out of a page may still run: workers must not write it yet."""
@@ -271,7 +279,11 @@ class RLBenchVectorEnv(VectorEnv):
     # ------------------------------------------------------------------ results
     def _result(self, batch: Batch, chunked: bool):
         page = self._pages[batch.page]
-        result = assemble(batch, page["obs"], page["outcome"], page["chunk"], chunked, self.vector_config.copy_obs)
+        on_device = self._to_tensors is None and not isinstance(next(iter(page["obs"].values()), None), np.ndarray)
+        copy = self.vector_config.copy_obs and not on_device  # leaving the device copies already
+        result = assemble(batch, page["obs"], page["outcome"], page["chunk"], chunked, copy)
+        if on_device and page["obs"]:  # numpy asked for: copy the observations to the host
+            result = ({key: value.cpu().numpy() for key, value in result[0].items()}, *result[1:])
         if self._to_tensors is not None:
             result = self._to_tensors(result, batch.page, batch.rows == self.num_envs and not self.vector_config.copy_obs)
         return result

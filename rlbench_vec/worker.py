@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import select
+from multiprocessing.reduction import ForkingPickler
 import signal
 import time
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from .protocol import (
     send_reply,
 )
 from .shm import SharedBuffers
+from .spec import observation_spec
 
 REWARD, TERMINATED, TRUNCATED, EXECUTED = range(4)  # rows of a slot's `outcome` block (4, max_chunk)
 EXEC, WRITE, RESET_TIME = range(3)  # columns of the per-instance seconds not yet reported
@@ -61,6 +63,7 @@ class WorkerSpec:
     fields: list
     max_chunk: int
     chunk_obs: str
+    rows: int  # slots per result page (num_envs)
     autoreset_mode: str
     eager_reset: bool
     display: Any
@@ -91,7 +94,10 @@ class Delivery:
 class Runner:
     """Runs the commands of one worker over its EnvGroup."""
 
-    def __init__(self, group: EnvGroup, buffers: SharedBuffers, spec: WorkerSpec):
+    def __init__(self, group: EnvGroup, buffers: SharedBuffers, spec: WorkerSpec,
+                 device_pages: list[dict[str, dict[str, Any]]] | None = None):
+        """device_pages: per page, "obs" (and "chunk") arrays that the group keeps on its device,
+        instead of the shared block's."""
         g = group.size
         self.group = group
         self.buffers = buffers
@@ -107,14 +113,17 @@ class Runner:
         self.reset_infos: list[Any] = [None] * g
         self.seconds = np.zeros((g, 3))
         self.actions = buffers.arrays["actions"]
+        self.layout = observation_spec(spec.config)
+        observations = device_pages or [
+            {"obs": buffers.group(f"page{p}/obs"), "chunk": buffers.group(f"page{p}/chunk")} for p in (0, 1)]
         self.pages = [
-            {"obs": buffers.group(f"page{p}/obs"), "outcome": buffers.arrays[f"page{p}/outcome"],
+            {"obs": observations[p]["obs"], "outcome": buffers.arrays[f"page{p}/outcome"],
              "env": buffers.arrays[f"page{p}/env"]}
             for p in (0, 1)
         ]
         # the observation after sub-step t of a chunk: one views dict per page and t, made once
         self.chunk_views = [
-            [{key: view[:, t] for key, view in buffers.group(f"page{p}/chunk").items()} for t in range(spec.max_chunk)]
+            [{key: view[:, t] for key, view in observations[p].get("chunk", {}).items()} for t in range(spec.max_chunk)]
             for p in (0, 1)
         ] if spec.chunk_obs == "all" else None
         self.recorders: dict[int, Any] = {}
@@ -236,8 +245,7 @@ class Runner:
             self.over[local], self.ready[local] = True, False
             return
         # same-step autoreset: the final observation goes into the info, the slot gets the new episode's
-        final = [{key: np.empty(view.shape[1:], view.dtype) for key, view in self.pages[0]["obs"].items()}
-                 for _ in range(len(local))]
+        final = [{key: np.empty(s.shape, s.dtype) for key, s in self.layout.items()} for _ in range(len(local))]
         for i, out in zip(local.tolist(), final):
             self.group.write_one(i, out)
         self._reset(local, [None] * len(local), [None] * len(local))
@@ -419,7 +427,7 @@ def worker_main(spec: WorkerSpec, conn) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     from .backends import backend_class
 
-    display = runner = None
+    display = runner = device_pages = None
     group: EnvGroup | None = None
     fd = conn.fileno()
     die_with_parent(spec.parent_pid, spec.parent_is_main_thread, lambda: display is None or display.alive())
@@ -438,12 +446,17 @@ def worker_main(spec: WorkerSpec, conn) -> None:
             display = open_display(spec.display, backend_type.needs_display(spec.config), spec.worker_index)
         buffers = SharedBuffers.attach(spec.shm_name, spec.fields)
         group = backend_type.make_group(spec.config, spec.instances)
-        runner = Runner(group, buffers, spec)
+        device_pages = group.device_pages(observation_spec(spec.config), spec.rows, spec.max_chunk,
+                                          spec.chunk_obs == "all")
+        runner = Runner(group, buffers, spec, device_pages)
     except Exception as error:
         send_reply(fd, 0, FAILED, NO_RECORDS, failure(error))
         _shutdown(group, display)
         return
-    send_reply(fd, 0, OK, NO_RECORDS, _facts(display))
+    facts = _facts(display)
+    if device_pages is not None:  # shared once with the main process (CUDA IPC for torch tensors)
+        facts["pages"] = [{part: dict(views) for part, views in page.items()} for page in device_pages]
+    send_reply(fd, 0, OK, NO_RECORDS, facts, ForkingPickler.dumps(facts) if device_pages is not None else None)
     release_boot_output()
     try:
         serve(fd, runner)

@@ -75,6 +75,12 @@ class Backend(ABC):
         return requested or -(-num_envs // max(1, len(os.sched_getaffinity(0))))
 
     @classmethod
+    def observations_on_device(cls, config: EnvConfig) -> bool:
+        """True when its group keeps the observation pages on a device (EnvGroup.device_pages), so the
+        shared block holds none."""
+        return False
+
+    @classmethod
     def make_group(cls, config: EnvConfig, instances: Sequence[int]) -> EnvGroup:
         """The worker's simulators for these instance numbers (called in the worker)."""
         return BackendGroup(lambda index: cls(config, index), instances)
@@ -156,6 +162,14 @@ class EnvGroup(ABC):
 
     def render_rgb(self, local: int, camera: str) -> np.ndarray:
         return self.call(local, "render_rgb", (camera,), {})
+
+    def device_pages(self, layout: Mapping[str, Any], rows: int, max_chunk: int,
+                     every_step: bool) -> list[dict[str, dict[str, Any]]] | None:
+        """For a group whose observations stay on its device: two pages, each {"obs": {key: array of
+        (rows, *shape)}} (and "chunk": (rows, max_chunk, *shape) when every_step), that observe()
+        writes into and the main process reads (CUDA tensors are shared once through CUDA IPC).
+        None (the default): the pages of the shared-memory block."""
+        return None
 
     @abstractmethod
     def close(self) -> None:
