@@ -273,6 +273,11 @@ class Pool:
                 ready += 1
                 if on_ready is not None:
                     on_ready(ready, len(self.workers))
+        for handle in self.workers:  # spares are reset ahead, ready to take over from the first episode end
+            spares = [local for local, instance in enumerate(handle.instances.tolist()) if instance in self.spares]
+            if spares:
+                handle.plan = {local: (-1, HOLD, SPARE, None) for local in spares}
+                self._send_plan(handle)
 
     def _start_failed(self, handle: WorkerHandle, message: str, worker_traceback: str = "") -> None:
         """A worker could not start. At first start that is fatal (a restart would fail the same way);
