@@ -104,7 +104,7 @@ class ActionSampler:
 
     def __init__(self, env: RLBenchVectorEnv, chunk: int, seed: int):
         self.config = env.env_config
-        self.action_size = env.single_action_space.shape[0]
+        self.action_size = int(np.prod(env.single_action_space.shape or (1,)))
         self.chunk = chunk
         self.rng = np.random.default_rng(seed)
         self._banks: dict[int, np.ndarray] = {}
@@ -404,7 +404,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
     dist = init_distributed(info)
     try:
         result = bench_rank(args, info, dist)
-        ranks = [result]
+        ranks: list[Any] = [result]
         if dist is not None:
             ranks = [None] * info.world_size
             dist.all_gather_object(ranks, result)

@@ -246,9 +246,10 @@ class Pool:
         instances = tuple(instances)
         display = vc.display[index % len(vc.display)] if isinstance(vc.display, (list, tuple)) else vc.display
         # a worker renders the video cameras only if one of its envs records (spares: if any may)
-        records = vc.video is not None and any(
-            vc.video.records(i) if i < vc.num_envs else vc.video.env_ids is None for i in instances)
-        config = replace(self.config, video_cameras=vc.video.cameras) if records else self.config
+        video = vc.video
+        records = video is not None and any(
+            video.records(i) if i < vc.num_envs else video.env_ids is None for i in instances)
+        config = replace(self.config, video_cameras=video.cameras) if video is not None and records else self.config
         spec = WorkerSpec(
             worker_index=index, instances=instances, config=config, shm_name=self.buffers.name,
             fields=self.buffers.fields, max_chunk=vc.max_chunk, chunk_obs=vc.chunk_obs, rows=vc.num_envs,
@@ -378,7 +379,7 @@ class Pool:
         return buffered or self.poller.wait(timeout_s)
 
     def _read(self, handle: WorkerHandle) -> list[WorkerHandle]:
-        started = []
+        started: list[WorkerHandle] = []
         while handle.process is not None:
             try:
                 (seq, status), records, payload = handle.reader.read()
@@ -453,7 +454,7 @@ class Pool:
                 self.page_done[page][slot] = True
                 if answers_step:
                     account[A_STEPS] += executed
-            if flags & HAS_PAYLOAD:
+            if flags & HAS_PAYLOAD and payload is not None:
                 self.extra[env] = payload[env]
 
     @staticmethod
@@ -518,7 +519,7 @@ class Pool:
 
     def _claimed_slot(self, handle: WorkerHandle, env: int) -> int:
         """The slot a dead worker claimed for env and never filled (the restart fills it), else CLAIM."""
-        for page in {self.buffers.filling, self.draining} - {None}:
+        for page in {self.buffers.filling} | ({self.draining} if self.draining is not None else set()):
             claimed = self.buffers.claimed(page)
             hole = np.flatnonzero((self.buffers.arrays[f"page{page}/env"][:claimed] == env)
                                   & ~self.page_done[page][:claimed])

@@ -90,7 +90,7 @@ def _pid_alive(pid: int) -> bool:
 
 def sweep_stale_segments() -> list[str]:
     """Unlink segments whose owning process is gone (it was killed before it could unlink them)."""
-    swept = []
+    swept: list[str] = []
     try:
         names = os.listdir(SHM_DIR)
     except FileNotFoundError:
