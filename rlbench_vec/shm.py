@@ -136,10 +136,6 @@ class SharedBuffers:
             os.close(fd)
         return cls(name, fields, mapping, None)
 
-    def row(self, prefix: str, index: int) -> dict[str, np.ndarray]:
-        """Env `index`'s slice of every array named `prefix/<key>`, keyed by <key>."""
-        return {key: array[index, ...] for key, array in self.group(prefix).items()}
-
     def group(self, prefix: str) -> dict[str, np.ndarray]:
         """Every array named `prefix/<key>` (all envs), keyed by <key>."""
         cut = len(prefix) + 1
