@@ -320,9 +320,13 @@ class Pool:
         goes to its own slot (a full batch); else to the next free slot (a partial batch)."""
         page = self.buffers.filling
         dest = envs if ordered else np.full(len(envs), CLAIM)
+        full = len(envs) == self.num_envs
         for handle, entries in self._entries_by_worker(envs, dest).items():
-            handle.send(STEP, entries, self.vc.step_timeout_s * k * len(entries)
-                        + self.vc.reset_timeout_s * self._resets_before_answer(handle), page, k)
+            # in a full batch every env of the worker is in the command, the rest of its instances spares
+            resets = (int(self.over[entries["env"]].sum()) + len(handle.instances) - len(entries) if full
+                      else self._resets_before_answer(handle))
+            handle.send(STEP, entries, self.vc.step_timeout_s * k * len(entries) + self.vc.reset_timeout_s * resets,
+                        page, k)
         self._mark(envs, STEP, k)
 
     def reset(self, envs: np.ndarray, seeds: list, options: list, kinds: list) -> None:
