@@ -15,7 +15,7 @@ import signal
 import time
 from dataclasses import dataclass
 from multiprocessing.reduction import ForkingPickler
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -27,18 +27,24 @@ from .protocol import (
     CALL,
     CLAIM,
     CLOSE,
+    ENV,
     EPISODE_OVER,
     ERROR,
+    EXEC_S,
+    EXECUTED_ACTIONS,
     FAILED,
+    FLAGS,
     HAS_PAYLOAD,
     HOLD,
     NOTICE,
     OBSERVE,
     OK,
+    PAGE,
     RECORD_FIELDS,
     RESET,
     RESTARTED,
     RESULT,
+    SLOT,
     SPARE,
     STEP,
     command_reader,
@@ -186,12 +192,13 @@ class Runner:
             running = np.flatnonzero(~special)
         else:
             running = np.arange(m)
-        every = self.chunk_views is not None  # sub-step observations need their slots at once
-        slots, pages = self._slots(page, entries, every)
-        self._run(d, local, envs, k, running, slots if every else None, pages)
-        if not every:
-            slots, pages = self._slots(page, entries, True)
-        return self._deliver(d, entries, cast(np.ndarray, slots), pages, k)
+        # claim slots after stepping, so a slow env holds no slot while it steps; but sub-step
+        # observations (chunk_obs="all") need their slots from the first sub-step
+        slots, pages = self._slots(page, entries) if self.chunk_views is not None else (None, page)
+        self._run(d, local, envs, k, running, slots, pages)
+        if slots is None:
+            slots, pages = self._slots(page, entries)
+        return self._deliver(d, entries, slots, pages, k)
 
     def _notify(self, d: Delivery, position: int, i: int) -> None:
         """A restart replaced the command in flight: the episode was cut (truncated), the instance
@@ -227,7 +234,10 @@ class Runner:
             for j, error in result.errors.items():
                 d.error(int(active[j]), error)
                 terminated[j], ended[j] = False, True  # not the task's termination: the episode is simply over
-            d.outcome[active, :, t] = np.stack([result.reward, terminated, truncated, np.ones(len(i))], axis=1)
+            d.outcome[active, REWARD, t] = result.reward
+            d.outcome[active, TERMINATED, t] = terminated
+            d.outcome[active, TRUNCATED, t] = truncated
+            d.outcome[active, EXECUTED, t] = 1.0
             for j, info in result.infos.items():
                 d.info(int(active[j])).update(info)
             self._capture(i)
@@ -254,16 +264,13 @@ class Runner:
             self._take_reset(d, position, i)
             d.info(position).update(final_obs=final[j], final_info=final_info)
 
-    def _slots(self, page: int, entries: np.ndarray, claim: bool) -> tuple[np.ndarray | None, Any]:
+    def _slots(self, page: int, entries: np.ndarray) -> tuple[np.ndarray, Any]:
         """Each entry's slot and page: its fixed destination, or a claimed slot of the filling page.
-        The page is one int when every entry's is the same (the usual case), else an array. (None,
-        page) while claims are deferred and some entry needs one."""
+        The page is one int when every entry's is the same (the usual case), else an array."""
         dest = entries["dest"]
         claims = np.flatnonzero(dest == CLAIM)
         if not len(claims):
             return dest, page
-        if not claim:
-            return None, page
         claimed_page, first = self.buffers.claim(entries["env"][claims])
         slots = dest.copy()
         slots[claims] = first + np.arange(len(claims))
@@ -296,8 +303,9 @@ class Runner:
                  k: int) -> tuple[np.ndarray, dict | None]:
         """Write outcomes and observations of the entries with a destination; build the records."""
         local, envs = entries["instance"], entries["env"]
-        delivered = entries["dest"] != HOLD
-        wanted = np.arange(len(local)) if delivered.all() else np.flatnonzero(delivered)
+        held = entries["dest"] == HOLD
+        delivered: Any = True if not held.any() else ~held
+        wanted = np.arange(len(local)) if delivered is True else np.flatnonzero(delivered)
         for p, on in self._by_page(pages, wanted):
             page = self.pages[p]
             page["env"][slots[on]] = envs[on]
@@ -311,8 +319,13 @@ class Runner:
                 self.over[local[seen[j]]] = True
         if d.extra:
             d.flags[list(d.extra)] |= HAS_PAYLOAD
-        records = np.column_stack([envs, np.where(delivered, slots, -1), np.broadcast_to(pages, len(local)), d.flags,
-                                   d.outcome[:, EXECUTED].sum(axis=1), self.seconds[local]])
+        records = np.empty((len(local), len(RECORD_FIELDS)))
+        records[:, ENV] = envs
+        records[:, SLOT] = slots if delivered is True else np.where(delivered, slots, -1)
+        records[:, PAGE] = pages
+        records[:, FLAGS] = d.flags
+        records[:, EXECUTED_ACTIONS] = d.outcome[:, EXECUTED].sum(axis=1)
+        records[:, EXEC_S:] = self.seconds[local]
         self.seconds[local] = 0.0
         return records, {int(envs[p]): extra for p, extra in d.extra.items()} or None
 
@@ -342,8 +355,8 @@ class Runner:
                     self.notice[i] = False
                     d.flags[position] |= RESTARTED
                 self._take_reset(d, position, i)
-        slots, pages = self._slots(page, entries, True)
-        return self._deliver(d, entries, cast(np.ndarray, slots), pages, 1)
+        slots, pages = self._slots(page, entries)
+        return self._deliver(d, entries, slots, pages, 1)
 
     def call(self, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None]:
         name, args, kwargs, ends_episode = payload
