@@ -115,7 +115,7 @@ class ActionSampler:
 
     def __init__(self, env: RLBenchVectorEnv, chunk: int, seed: int, gripper_switch: float = GRIPPER_SWITCH_P):
         self.config = env.env_config
-        self.action_size = env.single_action_space.shape[0]
+        self.action_size = int(np.prod(env.single_action_space.shape or (1,)))
         self.chunk = chunk
         self.rng = np.random.default_rng(seed)
         self.switch_z = NormalDist().inv_cdf(1.0 - gripper_switch) if 0.0 < gripper_switch < 1.0 else (
@@ -446,7 +446,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
     dist = init_distributed(info)
     try:
         result = bench_rank(args, info, dist)
-        ranks = [result]
+        ranks: list[Any] = [result]
         if dist is not None:
             ranks = [None] * info.world_size
             dist.all_gather_object(ranks, result)

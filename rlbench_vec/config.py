@@ -77,6 +77,7 @@ def integer(name: str, value: Any, low: int, high: int | None = None) -> int:
     """An integral value (Python or numpy) in [low, high], as int; ConfigError otherwise."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ConfigError(f"{name} must be an integer, got {value!r} ({type(value).__name__}).")
+    value = int(value)
     if value < low or (high is not None and value > high):
         bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
         raise ConfigError(f"{name} must be {bounds}, got {value}.")
@@ -131,7 +132,8 @@ class EnvConfig:
             raise ConfigError(f"task must be a task name such as 'reach_target', got {self.task!r}.")
         if not isinstance(self.image_size, (tuple, list)) or len(self.image_size) != 2:
             raise ConfigError(f"image_size must be two integers (width, height), got {self.image_size!r}.")
-        size = tuple(integer("image_size", s, 8, MAX_IMAGE_SIDE) for s in self.image_size)
+        size = (integer("image_size", self.image_size[0], 8, MAX_IMAGE_SIDE),
+                integer("image_size", self.image_size[1], 8, MAX_IMAGE_SIDE))
         if not isinstance(self.backend_options, Mapping):
             raise ConfigError(f"backend_options must be a dict, got {self.backend_options!r}.")
         from .backends import backend_class, resolve_backend  # the registry imports this module

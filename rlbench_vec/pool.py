@@ -246,9 +246,10 @@ class Pool:
         instances = tuple(instances)
         display = vc.display[index % len(vc.display)] if isinstance(vc.display, (list, tuple)) else vc.display
         # a worker renders the video cameras only if one of its envs records (spares: if any may)
-        records = vc.video is not None and any(
-            vc.video.records(i) if i < vc.num_envs else vc.video.env_ids is None for i in instances)
-        config = replace(self.config, video_cameras=vc.video.cameras) if records else self.config
+        video = vc.video
+        records = video is not None and any(
+            video.records(i) if i < vc.num_envs else video.env_ids is None for i in instances)
+        config = replace(self.config, video_cameras=video.cameras) if video is not None and records else self.config
         spec = WorkerSpec(
             worker_index=index, instances=instances, config=config, shm_name=self.buffers.name,
             fields=self.buffers.fields, max_chunk=vc.max_chunk, chunk_obs=vc.chunk_obs, rows=vc.num_envs,
@@ -273,6 +274,11 @@ class Pool:
                 ready += 1
                 if on_ready is not None:
                     on_ready(ready, len(self.workers))
+        for handle in self.workers:  # spares are reset ahead, ready to take over from the first episode end
+            spares = [local for local, instance in enumerate(handle.instances.tolist()) if instance in self.spares]
+            if spares:
+                handle.plan = {local: (-1, HOLD, SPARE, None) for local in spares}
+                self._send_plan(handle)
 
     def _start_failed(self, handle: WorkerHandle, message: str, worker_traceback: str = "") -> None:
         """A worker could not start. At first start that is fatal (a restart would fail the same way);
@@ -314,9 +320,13 @@ class Pool:
         goes to its own slot (a full batch); else to the next free slot (a partial batch)."""
         page = self.buffers.filling
         dest = envs if ordered else np.full(len(envs), CLAIM)
+        full = len(envs) == self.num_envs
         for handle, entries in self._entries_by_worker(envs, dest).items():
-            handle.send(STEP, entries, self.vc.step_timeout_s * k * len(entries)
-                        + self.vc.reset_timeout_s * self._resets_before_answer(handle), page, k)
+            # in a full batch every env of the worker is in the command, the rest of its instances spares
+            resets = (int(self.over[entries["env"]].sum()) + len(handle.instances) - len(entries) if full
+                      else self._resets_before_answer(handle))
+            handle.send(STEP, entries, self.vc.step_timeout_s * k * len(entries) + self.vc.reset_timeout_s * resets,
+                        page, k)
         self._mark(envs, STEP, k)
 
     def reset(self, envs: np.ndarray, seeds: list, options: list, kinds: list) -> None:
@@ -373,7 +383,7 @@ class Pool:
         return buffered or self.poller.wait(timeout_s)
 
     def _read(self, handle: WorkerHandle) -> list[WorkerHandle]:
-        started = []
+        started: list[WorkerHandle] = []
         while handle.process is not None:
             try:
                 (seq, status), records, payload = handle.reader.read()
@@ -448,7 +458,7 @@ class Pool:
                 self.page_done[page][slot] = True
                 if answers_step:
                     account[A_STEPS] += executed
-            if flags & HAS_PAYLOAD:
+            if flags & HAS_PAYLOAD and payload is not None:
                 self.extra[env] = payload[env]
 
     @staticmethod
@@ -513,7 +523,7 @@ class Pool:
 
     def _claimed_slot(self, handle: WorkerHandle, env: int) -> int:
         """The slot a dead worker claimed for env and never filled (the restart fills it), else CLAIM."""
-        for page in {self.buffers.filling, self.draining} - {None}:
+        for page in {self.buffers.filling} | ({self.draining} if self.draining is not None else set()):
             claimed = self.buffers.claimed(page)
             hole = np.flatnonzero((self.buffers.arrays[f"page{page}/env"][:claimed] == env)
                                   & ~self.page_done[page][:claimed])

@@ -36,10 +36,11 @@ class Batch:
         return int(self.widths.max(initial=1))
 
 
-def add_info(infos: dict[str, Any], info: Mapping[str, Any], row: int, n: int) -> dict[str, Any]:
+def add_info(infos: dict[str, Any], info: Mapping[str, Any], row: int, n: int) -> dict[str, Any]:  # noqa: C901
     """gymnasium's vector info: info[key] an array over the batch and info['_key'] its mask; dicts
     nest, arrays stack, final_obs and other objects go into object arrays (VectorEnv._add_info)."""
     for key, value in info.items():
+        array: Any
         if isinstance(value, dict) and key != "final_obs":
             array = add_info(infos.get(key, {}), value, row, n)
         else:

@@ -183,8 +183,9 @@ class RLBenchVectorEnv(VectorEnv):
         self._to_tensors: Any = None
         try:
             buffers = self._resources.buffers = shm.SharedBuffers.create(plan)
-            self._pages = [{"obs": buffers.group(f"page{p}/obs"), "chunk": buffers.group(f"page{p}/chunk"),
-                            "outcome": buffers.arrays[f"page{p}/outcome"]} for p in (0, 1)]
+            self._pages: list[dict[str, Any]] = [
+                {"obs": buffers.group(f"page{p}/obs"), "chunk": buffers.group(f"page{p}/chunk"),
+                 "outcome": buffers.arrays[f"page{p}/outcome"]} for p in (0, 1)]
             self._actions = buffers.arrays["actions"]
             if vc.as_torch:  # inside the try: no torch or no GPU must not leak the block
                 from .tensors import TensorConverter
@@ -508,7 +509,7 @@ class RLBenchVectorEnv(VectorEnv):
             self._start_calls("__setattr__", (name, value), {}, [env], False, self.vector_config.step_timeout_s)
         self._raise_first(dict(self.call_wait()))
 
-    def render(self, camera: str = "front") -> np.ndarray:
+    def render(self, camera: str = "front") -> np.ndarray:  # type: ignore[override]  # a camera to choose
         """An rgb frame of `camera` from every env, stacked: (num_envs, H, W, 3) uint8."""
         return np.stack(self._call_each("render_rgb", (camera,), {}, None, False, self.vector_config.step_timeout_s))
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import select
-from multiprocessing.reduction import ForkingPickler
 import signal
 import time
 from dataclasses import dataclass
-from typing import Any
+from multiprocessing.reduction import ForkingPickler
+from typing import Any, cast
 
 import numpy as np
 
@@ -116,7 +116,7 @@ class Runner:
         self.layout = observation_spec(spec.config)
         observations = device_pages or [
             {"obs": buffers.group(f"page{p}/obs"), "chunk": buffers.group(f"page{p}/chunk")} for p in (0, 1)]
-        self.pages = [
+        self.pages: list[dict[str, Any]] = [
             {"obs": observations[p]["obs"], "outcome": buffers.arrays[f"page{p}/outcome"],
              "env": buffers.arrays[f"page{p}/env"]}
             for p in (0, 1)
@@ -191,7 +191,7 @@ class Runner:
         self._run(d, local, envs, k, running, slots if every else None, pages)
         if not every:
             slots, pages = self._slots(page, entries, True)
-        return self._deliver(d, entries, slots, pages, k)
+        return self._deliver(d, entries, cast(np.ndarray, slots), pages, k)
 
     def _notify(self, d: Delivery, position: int, i: int) -> None:
         """A restart replaced the command in flight: the episode was cut (truncated), the instance
@@ -212,7 +212,7 @@ class Runner:
             self.over[i] = True
 
     def _run(self, d: Delivery, local: np.ndarray, envs: np.ndarray, k: int, active: np.ndarray,
-             slots: np.ndarray | None, pages: np.ndarray | None) -> None:
+             slots: np.ndarray | None, pages: Any) -> None:
         """Up to k actions for the entries at `active`, each stopping at its episode's end."""
         for t in range(k):
             if not len(active):
@@ -278,7 +278,7 @@ class Runner:
     @staticmethod
     def _by_page(pages: Any, wanted: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """The positions in `wanted` (indices) grouped by their page."""
-        if np.isscalar(pages):
+        if isinstance(pages, (int, np.integer)):
             return [(int(pages), wanted)] if len(wanted) else []
         return [(p, wanted[pages[wanted] == p]) for p in (0, 1) if (pages[wanted] == p).any()]
 
@@ -287,7 +287,7 @@ class Runner:
         """Observations into their slots: the result's, or (t) a chunk's sub-step t. Returns the
         failures by position."""
         start = time.perf_counter()
-        errors = {}
+        errors: dict[int, tuple[str, str]] = {}
         for p, on in self._by_page(pages, np.arange(len(local))):
             views = self.pages[p]["obs"] if t is None or self.chunk_views is None else self.chunk_views[p][t]
             errors.update({int(on[j]): e for j, e in self.group.observe(local[on], views, slots[on]).items()})
@@ -345,7 +345,7 @@ class Runner:
                     d.flags[position] |= RESTARTED
                 self._take_reset(d, position, i)
         slots, pages = self._slots(page, entries, True)
-        return self._deliver(d, entries, slots, pages, 1)
+        return self._deliver(d, entries, cast(np.ndarray, slots), pages, 1)
 
     def call(self, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None]:
         name, args, kwargs, ends_episode = payload
@@ -458,7 +458,7 @@ def worker_main(spec: WorkerSpec, conn) -> None:
     facts = _facts(display)
     if device_pages is not None:  # shared once with the main process (CUDA IPC for torch tensors)
         facts["pages"] = [{part: dict(views) for part, views in page.items()} for page in device_pages]
-    send_reply(fd, 0, OK, NO_RECORDS, facts, ForkingPickler.dumps(facts) if device_pages is not None else None)
+    send_reply(fd, 0, OK, NO_RECORDS, facts, bytes(ForkingPickler.dumps(facts)) if device_pages is not None else None)
     release_boot_output()
     try:
         serve(fd, runner)

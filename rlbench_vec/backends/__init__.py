@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
-from functools import cache, lru_cache
+from functools import cache
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 
@@ -18,7 +19,11 @@ _MODULES = {
 log = logging.getLogger("rlbench_vec")
 
 
-def backend_class(name: str) -> type:
+if TYPE_CHECKING:
+    from .base import Backend
+
+
+def backend_class(name: str) -> type[Backend]:
     """The Backend subclass registered under `name` ("rlbench", "mujoco", "mjwarp" or "synthetic")."""
     if name not in _MODULES:
         raise ConfigError(f"unknown backend {name!r}; choose from {', '.join(_MODULES)} or 'auto'.")

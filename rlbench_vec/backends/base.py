@@ -51,7 +51,7 @@ class Backend(ABC):
     name: ClassVar[str]
 
     @classmethod
-    def validate(cls, config: EnvConfig) -> None:
+    def validate(cls, config: EnvConfig) -> None:  # noqa: B027 - a hook: most backends check something
         """Raise ConfigError for options this backend cannot serve (unknown task, unsupported mode)."""
 
     @classmethod
@@ -114,7 +114,7 @@ class Backend(ABC):
     def get_demos(self, amount: int, seed: int | None = None) -> list[Demo]:
         raise NotImplementedError(f"{type(self).__name__} cannot collect demos")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a hook: a backend with nothing to stop keeps it
         """Stop the simulator. Must be safe to call once after a failed __init__ step."""
 
 
