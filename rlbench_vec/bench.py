@@ -353,7 +353,7 @@ def bench_rank(args: argparse.Namespace, info: RankInfo, dist) -> dict[str, Any]
                 "gl_renderers": sorted({f["gl_renderer"] for f in env.worker_facts if f.get("gl_renderer")}),
                 "restarts": int(stats["restarts"]), **usage, **memory(env),
                 # the whole device's memory in use (every process) while the env runs, minus before it started
-                "gpu_memory_mb": None if gpu_after is None else gpu_after - gpu_before,
+                "gpu_memory_mb": None if gpu_after is None or gpu_before is None else gpu_after - gpu_before,
             }
             steps = max(stats["steps"], 1.0)
             for part in ("exec", "write", "ipc", "reset"):

@@ -102,7 +102,8 @@ class EnvConfig:
     """What one environment is. Field names follow RLBench's ObservationConfig and action modes.
 
     task: RLBench task name, snake_case or CamelCase. backend: "auto" (rlbench when installed, else
-    mujoco), "rlbench", "mujoco", "mjwarp" (the mujoco scene batched on a GPU), "synthetic". cameras / modalities: which images are observed.
+    mujoco), "rlbench", "mujoco", "mjwarp" (the mujoco scene batched on a GPU), "synthetic".
+    cameras / modalities: which images are observed.
     image_size is (width, height) as in RLBench; image arrays are (height, width, ...).
     low_dim: low-dim fields (None: the backend's default). misc: add each camera's extrinsics,
     intrinsics, near and far (RLBench's Observation.misc). arm_mode / absolute_mode / gripper_mode:

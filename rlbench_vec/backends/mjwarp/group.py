@@ -35,8 +35,7 @@ if "mujoco" not in sys.modules:
 import torch  # noqa: E402
 import warp  # noqa: E402
 
-warp.config.quiet = True  # no banner and no line per kernel module loaded at each worker start
-warp.config.log_level = warp.LOG_WARNING
+warp.config.log_level = warp.LOG_WARNING  # no line per kernel module loaded at each worker start
 
 from .simulation import BatchedSimulation  # noqa: E402
 
@@ -219,8 +218,6 @@ class MjwarpGroup(EnvGroup):
                              f"{', '.join(READABLE)}; callable: render_rgb.")
 
     def close(self) -> None:
-        sim, self.sim = getattr(self, "sim", None), None
         self._observations = None
         self._tensor_views.clear()
-        if sim is not None:
-            sim.close()
+        self.sim.close()

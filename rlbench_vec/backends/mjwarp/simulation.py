@@ -161,7 +161,11 @@ class BatchedSimulation:
         return wp.zeros(shape, dtype=dtype, device=self.device)
 
     def _arm(self, host: Simulation) -> Arm:
-        panda, ids = host.panda, (lambda values: wp.array(np.asarray(values, np.int32), dtype=int, device=self.device))
+        panda = host.panda
+
+        def ids(values: Any) -> wp.array:
+            return wp.array(np.asarray(values, np.int32), dtype=int, device=self.device)
+
         arm = Arm()
         arm.qpos_adr, arm.dof_adr = ids(panda.arm_qpos_adr), ids(panda.arm_dof_adr)
         arm.finger_qpos_adr, arm.finger_dof_adr = ids(panda.finger_qpos_adr), ids(panda.finger_dof_adr)
