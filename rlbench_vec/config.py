@@ -34,7 +34,7 @@ DEFAULT_LOW_DIM = tuple(name for name in LOW_DIM_FIELDS if name != "gripper_matr
 ARM_MODES = ("ik", "planning", "joint_velocity", "joint_position")
 POSE_ARM_MODES = ("ik", "planning")
 GRIPPER_MODES = ("discrete", "joint_position")
-BACKENDS = ("auto", "rlbench", "mujoco", "synthetic")
+BACKENDS = ("auto", "rlbench", "mujoco", "mjwarp", "synthetic")
 CHUNK_OBS = ("last", "all")
 AUTORESET_MODES = ("next_step", "same_step", "disabled")
 MAX_CHUNK = 65535  # a step command carries K in 16 bits
@@ -102,7 +102,8 @@ class EnvConfig:
     """What one environment is. Field names follow RLBench's ObservationConfig and action modes.
 
     task: RLBench task name, snake_case or CamelCase. backend: "auto" (rlbench when installed, else
-    mujoco), "rlbench", "mujoco", "synthetic". cameras / modalities: which images are observed.
+    mujoco), "rlbench", "mujoco", "mjwarp" (the mujoco scene batched on a GPU), "synthetic".
+    cameras / modalities: which images are observed.
     image_size is (width, height) as in RLBench; image arrays are (height, width, ...).
     low_dim: low-dim fields (None: the backend's default). misc: add each camera's extrinsics,
     intrinsics, near and far (RLBench's Observation.misc). arm_mode / absolute_mode / gripper_mode:

@@ -31,7 +31,7 @@ from gymnasium.vector.utils import batch_space
 
 from . import shm
 from .backends import backend_class
-from .backends.base import Backend, Demo
+from .backends.base import Demo
 from .config import EnvConfig, VectorConfig, integer, split_options
 from .display import check_display, sweep_stale_displays
 from .distributed import rank_seed
@@ -153,7 +153,7 @@ class RLBenchVectorEnv(VectorEnv):
         backend_type = backend_class(config.backend)
         backend_type.validate(config)
         vc = vector_config.validated()
-        if vc.video is not None and backend_type.render_rgb is Backend.render_rgb:
+        if vc.video is not None and not backend_type.renders_video(config):
             raise ConfigError(f"the {config.backend} backend renders no video frames: record with another backend.")
         self.env_config, self.vector_config = config, vc
         self.metadata = {**type(self).metadata, "autoreset_mode": AUTORESET[vc.autoreset_mode]}
@@ -285,6 +285,9 @@ class RLBenchVectorEnv(VectorEnv):
         result = assemble(batch, page["obs"], page["outcome"], page["chunk"], chunked, copy)
         if on_device and page["obs"]:  # numpy asked for: copy the observations to the host
             result = ({key: value.cpu().numpy() for key, value in result[0].items()}, *result[1:])
+            chunk = result[4].get("chunk_observations")
+            if chunk is not None:
+                result[4]["chunk_observations"] = {key: value.cpu().numpy() for key, value in chunk.items()}
         if self._to_tensors is not None:
             result = self._to_tensors(result, batch.page, batch.rows == self.num_envs and not self.vector_config.copy_obs)
         return result
@@ -565,6 +568,9 @@ class RLBenchVectorEnv(VectorEnv):
             self._last_stats = self._stats_now()
         if getattr(self, "_to_tensors", None) is not None:
             self._to_tensors.close()  # unpin the block before it is unlinked
+        # A device backend's pages are CUDA IPC mappings of its worker's memory: let them go before the worker
+        # exits (else the env, kept alive by its pool's callback until a garbage collection, holds them on).
+        self._pages = []
         if getattr(self, "_finalizer", None) is not None:
             self._finalizer()
         self.closed = True

@@ -230,6 +230,8 @@ class Runner:
             self.elapsed[i] += 1
             terminated = result.terminated.astype(bool)
             truncated = (self.elapsed[i] >= self.max_steps) & ~terminated
+            if result.truncated is not None:
+                truncated |= result.truncated.astype(bool) & ~terminated
             ended = terminated | truncated
             for j, error in result.errors.items():
                 d.error(int(active[j]), error)

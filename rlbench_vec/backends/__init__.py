@@ -13,6 +13,7 @@ from ..errors import ConfigError
 _MODULES = {
     "rlbench": "rlbench_vec.backends.rlbench",
     "mujoco": "rlbench_vec.backends.mujoco",
+    "mjwarp": "rlbench_vec.backends.mjwarp.backend",
     "synthetic": "rlbench_vec.backends.synthetic",
 }
 log = logging.getLogger("rlbench_vec")
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def backend_class(name: str) -> type[Backend]:
-    """The Backend subclass registered under `name` ("rlbench", "mujoco" or "synthetic")."""
+    """The Backend subclass registered under `name` ("rlbench", "mujoco", "mjwarp" or "synthetic")."""
     if name not in _MODULES:
         raise ConfigError(f"unknown backend {name!r}; choose from {', '.join(_MODULES)} or 'auto'.")
     return importlib.import_module(_MODULES[name]).BACKEND

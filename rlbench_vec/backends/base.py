@@ -75,6 +75,11 @@ class Backend(ABC):
         return requested or -(-num_envs // max(1, len(os.sched_getaffinity(0))))
 
     @classmethod
+    def renders_video(cls, config: EnvConfig) -> bool:
+        """Whether its envs serve render_rgb frames for video (record=...)."""
+        return cls.render_rgb is not Backend.render_rgb
+
+    @classmethod
     def observations_on_device(cls, config: EnvConfig) -> bool:
         """True when its group keeps the observation pages on a device (EnvGroup.device_pages), so the
         shared block holds none."""
@@ -122,13 +127,15 @@ def failure(error: BaseException) -> tuple[str, str]:
 class GroupStep:
     """One action for each of m instances: rewards and terminations (m,), and the infos and errors of
     those that have any, keyed by position in the call. An instance whose step raised has an error
-    and counts as terminated with reward 0."""
+    and counts as terminated with reward 0. truncated (m,): episodes the simulator cut short (e.g. a
+    per-world fault), reported as truncated like a time limit."""
 
     reward: np.ndarray
     terminated: np.ndarray
     infos: dict[int, dict[str, Any]]
     errors: dict[int, tuple[str, str]]
     seconds: float = 0.0  # time spent in the simulator(s)
+    truncated: np.ndarray | None = None
 
 
 class EnvGroup(ABC):
