@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .backends import backend_class
 from .config import EnvConfig, VectorConfig
 from .distributed import worker_cpus
 from .errors import RestartBudgetExceeded, WorkerError, WorkerStartError
@@ -205,6 +206,7 @@ class Pool:
         n, self.num_envs = vc.num_envs, vc.num_envs
         self.config, self.vc, self.buffers = config, vc, buffers
         self.before_refill = before_refill  # called with a page before workers may write it again
+        self.steps_in_parallel = backend_class(config.backend).steps_in_parallel
         self.on_device_pages = on_device_pages  # called with a started worker's device pages, if it has some
         # start-up logs: /dev/shm files named like our segments, so a killed owner's are swept too
         self.boot_prefix = os.path.join(SHM_DIR, segment_name(secrets.token_hex(6)) + "-boot")
@@ -325,8 +327,8 @@ class Pool:
             # in a full batch every env of the worker is in the command, the rest of its instances spares
             resets = (int(self.over[entries["env"]].sum()) + len(handle.instances) - len(entries) if full
                       else self._resets_before_answer(handle))
-            handle.send(STEP, entries, self.vc.step_timeout_s * k * len(entries) + self.vc.reset_timeout_s * resets,
-                        page, k)
+            steps = 1 if self.steps_in_parallel else len(entries)
+            handle.send(STEP, entries, self.vc.step_timeout_s * k * steps + self.vc.reset_timeout_s * resets, page, k)
         self._mark(envs, STEP, k)
 
     def reset(self, envs: np.ndarray, seeds: list, options: list, kinds: list) -> None:

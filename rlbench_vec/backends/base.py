@@ -79,6 +79,10 @@ class Backend(ABC):
         """Whether its envs serve render_rgb frames for video (record=...)."""
         return cls.render_rgb is not Backend.render_rgb
 
+    # its group steps all its instances at once (one batched simulator), so a step's deadline does
+    # not grow with the number of envs in a command
+    steps_in_parallel: ClassVar[bool] = False
+
     @classmethod
     def observations_on_device(cls, config: EnvConfig) -> bool:
         """True when its group keeps the observation pages on a device (EnvGroup.device_pages), so the

@@ -45,6 +45,8 @@ class MjwarpBackend(Backend):
     (constraint rows per world: 256), variation (every episode's task variation, as the mujoco backend).
     """
 
+    steps_in_parallel = True  # every world steps in one launch: a step's deadline is one env's
+
     name = "mjwarp"
 
     @classmethod
