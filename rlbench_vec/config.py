@@ -214,6 +214,7 @@ class VectorConfig:
         max_restarts_total: beyond these a crash loop raises RestartBudgetExceeded.
     recycle_after_episodes / max_worker_rss_mb: replace a worker between episodes once its envs
         ran that many episodes each, or its memory passed that many MB (simulators that leak).
+        Like spare_envs, these need autoreset_mode="next_step".
     display: None picks per backend (own Xvfb per worker when the simulator needs X, rendering on an
         NVIDIA GPU where the worker's self-test gets one, else on the CPU); "xvfb-gpu" insists on the
         GPU, "xvfb-cpu" on Mesa; "shared" uses the existing $DISPLAY; a string like ":0.1" or a list
@@ -269,8 +270,12 @@ class VectorConfig:
             values["recycle_after_episodes"] = integer("recycle_after_episodes", self.recycle_after_episodes, 1)
         if self.max_worker_rss_mb is not None:
             values["max_worker_rss_mb"] = positive("max_worker_rss_mb", self.max_worker_rss_mb, "MB")
-        if values["spare_envs"] and values["autoreset_mode"] != "next_step":
-            raise ConfigError("spare_envs take over envs at a next-step autoreset; use autoreset_mode='next_step'.")
+        if values["autoreset_mode"] != "next_step":
+            # both hand an env to another instance at its next-step autoreset
+            for name in ("spare_envs", "recycle_after_episodes", "max_worker_rss_mb"):
+                if getattr(self, name):
+                    raise ConfigError(f"{name} hands envs to fresh instances at a next-step autoreset; "
+                                      f"use autoreset_mode='next_step' (got {values['autoreset_mode']!r}).")
         if self.device is not None and not self.as_torch:
             raise ConfigError(f"device={self.device!r} needs as_torch=True (devices hold torch tensors).")
         return replace(self, **values)

@@ -214,6 +214,7 @@ class Pool:
         total = n + vc.spare_envs
         self.workers: list[WorkerHandle] = []
         self.retired: list[WorkerHandle] = []
+        self.next_worker_index = 0  # never reused: a recycled worker's number must not collide with a live one
         self.inst_worker: list[WorkerHandle] = []
         self.inst_local = np.zeros(0, np.int64)
         self.inst_wid = np.zeros(0, np.int64)  # the worker's number, for grouping entries by worker
@@ -244,7 +245,8 @@ class Pool:
 
     # ------------------------------------------------------------------ workers
     def _add_worker(self, instances: Iterable[int], cpus: list | None) -> WorkerHandle:
-        vc, index = self.vc, len(self.workers) + len(self.retired)
+        vc, index = self.vc, self.next_worker_index
+        self.next_worker_index += 1
         instances = tuple(instances)
         display = vc.display[index % len(vc.display)] if isinstance(vc.display, (list, tuple)) else vc.display
         # a worker renders the video cameras only if one of its envs records (spares: if any may)
@@ -737,6 +739,7 @@ class Pool:
         self._forget_display(handle)
         if handle.process is not None and handle.process.is_alive():
             handle.send(CLOSE, np.zeros(0, ENTRY), CLOSE_TIMEOUT_S)
+        self.poller.remove(handle)  # its exit is expected: _reap_retired joins it, nothing restarts it
 
     def _reap_retired(self) -> None:
         for handle in list(self.retired):

@@ -156,7 +156,8 @@ class RLBenchVectorEnv(VectorEnv):
         if vc.video is not None and not backend_type.renders_video(config):
             raise ConfigError(f"the {config.backend} backend renders no video frames: record with another backend.")
         self.env_config, self.vector_config = config, vc
-        self.metadata = {**type(self).metadata, "autoreset_mode": AUTORESET[vc.autoreset_mode]}
+        self.autoreset_mode = AUTORESET[vc.autoreset_mode]  # read by wrappers such as TorchRL's GymWrapper
+        self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         n = self.num_envs = vc.num_envs
         layout = observation_spec(config)
         self._action_size = action_size(config)
@@ -307,7 +308,7 @@ class RLBenchVectorEnv(VectorEnv):
         return batch
 
     # ------------------------------------------------------------------ gymnasium API
-    def _reset_seeds(self, seed: int | Sequence[int] | None) -> list[int | None]:
+    def _reset_seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
         if seed is None and self._first_reset:
             seed = self.vector_config.seed
         if seed is None or not isinstance(seed, (list, tuple, np.ndarray)):
@@ -337,7 +338,7 @@ class RLBenchVectorEnv(VectorEnv):
         _pickled(merged, "reset options")
         return merged, mask
 
-    def reset(self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None):
         """Reset every env (or, with autoreset_mode="disabled", those in options["reset_mask"]).
         seed: an int gives env i seed + i (+ RANK * num_envs under torchrun, so ranks never share
         seeds); a list gives one seed per env; None uses the constructor's seed on the first reset and
