@@ -35,7 +35,7 @@ How SB3's contract (stable_baselines3.common.vec_env.VecEnv) is met:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -101,18 +101,21 @@ class SB3VecEnv(VecEnv):
         options["autoreset_mode"] = "same_step"
         self.vector_env = RLBenchVectorEnv(num_envs, task, **options)
         self.render_camera = render_camera
-        spaces = self.vector_env.single_observation_space
+        spaces = cast(dict[str, gym.spaces.Box], self.vector_env.single_observation_space)  # a Dict of Boxes
         self.flat_layout: dict[str, slice] | None = None
+        # SB3's extractors flatten from dim 1: in dict mode a scalar key (gripper_open) gets shape (1,)
+        self._shapes = {key: space.shape or (1,) for key, space in spaces.items()}
+        self._flat_size = sum(int(np.prod(shape)) for shape in self._shapes.values())
         if observation == "flat":
             self.flat_layout, start = {}, 0
-            for key, space in spaces.items():
-                size = int(np.prod(space.shape))
-                self.flat_layout[key] = slice(start, start + size)
-                start += size
-            observation_space: gym.Space = gym.spaces.Box(-np.inf, np.inf, (start,), np.float32)
-        else:  # SB3's extractors flatten from dim 1: a scalar key (gripper_open) needs a dim of its own
-            observation_space = gym.spaces.Dict({key: space if space.shape else gym.spaces.Box(
-                space.low.reshape(1), space.high.reshape(1), (1,), space.dtype) for key, space in spaces.items()})
+            for key, shape in self._shapes.items():
+                self.flat_layout[key] = slice(start, start + int(np.prod(shape)))
+                start += int(np.prod(shape))
+            observation_space: gym.Space = gym.spaces.Box(-np.inf, np.inf, (self._flat_size,), np.float32)
+        else:
+            observation_space = gym.spaces.Dict({key: gym.spaces.Box(
+                space.low.reshape(self._shapes[key]), space.high.reshape(self._shapes[key]), self._shapes[key],
+                space.dtype.type) for key, space in spaces.items()})
         try:
             super().__init__(num_envs, observation_space, action_space)
         except BaseException:
@@ -138,25 +141,27 @@ class SB3VecEnv(VecEnv):
     def _observations(self, obs: Mapping[str, np.ndarray], rows: int) -> VecEnvObs:
         """Shared-memory views (rows, ...) -> SB3's observations, owned by the caller (one copy)."""
         if self.flat_layout is None:
-            spaces = self.observation_space
-            return {key: np.array(value).reshape(rows, *spaces[key].shape) for key, value in obs.items()}
-        flat = np.empty((rows, self.observation_space.shape[0]), np.float32)
-        for key, columns in self.flat_layout.items():
+            return {key: np.array(value).reshape(rows, *self._shapes[key]) for key, value in obs.items()}
+        return self._flatten(obs, rows)
+
+    def _flatten(self, obs: Mapping[str, np.ndarray], rows: int) -> np.ndarray:
+        flat = np.empty((rows, self._flat_size), np.float32)
+        for key, columns in (self.flat_layout or {}).items():
             flat[:, columns] = np.reshape(obs[key], (rows, -1))
         return flat
 
     def _single(self, obs: Mapping[str, np.ndarray]) -> VecEnvObs:
         """One env's observation (a final one from the info) in SB3's format."""
         if self.flat_layout is None:
-            return {key: np.reshape(value, self.observation_space[key].shape) for key, value in obs.items()}
-        return self._observations({key: value[None] for key, value in obs.items()}, 1)[0]
+            return {key: np.reshape(value, self._shapes[key]) for key, value in obs.items()}
+        return self._flatten({key: value[None] for key, value in obs.items()}, 1)[0]
 
     # ------------------------------------------------------------------ VecEnv
     def reset(self) -> VecEnvObs:
-        seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
+        seeds = [s for s in self._seeds if s is not None]  # SB3's seed() sets every env's, or none
         env_options = [dict(o) if o else None for o in self._options]
         options = {"env_options": env_options} if any(env_options) else None
-        obs, info = self.vector_env.reset(seed=seeds, options=options)
+        obs, info = self.vector_env.reset(seed=seeds if len(seeds) == self.num_envs else None, options=options)
         self.reset_infos = split_info(info, self.num_envs)
         self._reset_seeds()
         self._reset_options()
