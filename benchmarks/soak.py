@@ -12,18 +12,21 @@ both see the same machine load.
         --step_cost_s 0.05 --kill_every 0 --json docs/soak_recycle.json
 
 Reports throughput (executed actions per second of stepping), resident memory over time (main
-process, each worker, each Xvfb), kills, restarts and recycles, episodes lost, and what outlived
-close(): processes (workers, Xvfb), /dev/shm segments and Xvfb sockets. An episode is lost when an
-env's episode ends other than by the task (truncated, restarted) or when its step count breaks: the
-synthetic backend reports the step count within the episode in task_low_dim_state, which must go
-0, 1, 2, ... episode_length and restart at 0 on each autoreset, across every recycle. The exit code
-is 1 if anything leaked or an episode was lost beyond the kills.
+process, each worker, each Xvfb, and all of the soak's processes together), kills, restarts and
+recycles, episodes lost, processes alive during the run (more than the workers, a replacement beside
+each and their Xvfbs means some were left running), and what outlived close(): processes (workers,
+Xvfb), /dev/shm segments and Xvfb sockets. An episode is lost when an env's episode ends other than
+by the task (truncated, restarted) or when its step count breaks: the synthetic backend reports the
+step count within the episode in task_low_dim_state, which must go 0, 1, 2, ... episode_length and
+restart at 0 on each autoreset, across every recycle. The exit code is 1 if anything leaked or was
+left running, or an episode was lost beyond the kills.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import signal
@@ -104,11 +107,13 @@ class Run:
         self.observe_processes()
         workers = [rss_mb(pid) for pid in self.env.worker_pids]
         xvfbs = [rss_mb(f["xvfb_pid"]) for f in self.env.worker_facts if f.get("xvfb_pid")]
+        living = alive(self.processes)
         self.samples.append({
             "stepping_s": round(self.seconds, 1), "wall_s": round(elapsed_s, 1),
             "main_mb": round(rss_mb(os.getpid()), 1), "worker_mb": [round(m, 1) for m in workers],
             "xvfb_mb": [round(m, 1) for m in xvfbs], "recycles": int(self.env.stats()["recycles"].sum()),
-            "processes_alive": len(alive(self.processes)),  # the soak's workers and Xvfbs (both runs'), any left over
+            "processes_alive": len(living),  # the soak's workers and Xvfbs (both runs'), and any left over
+            "all_processes_mb": round(sum(rss_mb(p.pid) for p in living) + rss_mb(os.getpid()), 1),
         })
 
     def summary(self) -> dict:
@@ -154,13 +159,14 @@ def slope_mb_per_hour(seconds: list[float], values: list[float]) -> float:
 
 def memory_summary(samples: list[dict]) -> dict:
     """First and last sample after the first tenth of the run (start-up allocations settled), and
-    the least-squares slope over that span, for the main process and the largest worker and Xvfb."""
+    the least-squares slope over that span: for the main process, the largest worker and Xvfb, and
+    all processes of the soak together (main, workers, Xvfbs, anything left over)."""
     settled = samples[len(samples) // 10:]
     t = [s["wall_s"] for s in settled]
     out = {"processes_alive": {"first": settled[0]["processes_alive"], "last": settled[-1]["processes_alive"],
                                "max": max(s["processes_alive"] for s in settled)}} if settled else {}
-    for key in ("main_mb", "worker_mb", "xvfb_mb"):
-        values = [s[key] if key == "main_mb" else max(s[key], default=float("nan")) for s in settled]
+    for key in ("main_mb", "worker_mb", "xvfb_mb", "all_processes_mb"):
+        values = [max(s[key], default=float("nan")) if isinstance(s[key], list) else s[key] for s in settled]
         if values:
             out[key.removesuffix("_mb")] = {"first_mb": values[0], "last_mb": values[-1], "max_mb": max(values),
                                             "slope_mb_per_hour": round(slope_mb_per_hour(t, values), 2)}
@@ -260,6 +266,10 @@ def main() -> int:
         "episode_length": args.episode_length, "xvfb": args.xvfb, "recycle_after_episodes": args.recycle_after_episodes,
         "wall_s": round(time.perf_counter() - started, 1), **leaked, "runs": summaries,
     }
+    # at most every worker, a replacement beside each, and their Xvfbs: more were left running
+    bound = len(runs) * 2 * math.ceil(args.num_envs / args.envs_per_worker) * (2 if args.xvfb else 1)
+    result["processes_alive_max"] = max(s["processes_alive"] for run in runs for s in run.samples)
+    result["processes_alive_bound"] = bound
     if args.compare:
         ours, theirs = (summaries[name]["actions_per_s"] for name in ("recycling", "no_recycling"))
         result["throughput_vs_no_recycling"] = round(ours / theirs, 4)
@@ -267,7 +277,8 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
-    clean = not (leaked["leaked_processes"] or leaked["leaked_segments"] or leaked["leaked_xvfb_sockets"])
+    clean = not (leaked["leaked_processes"] or leaked["leaked_segments"] or leaked["leaked_xvfb_sockets"]) \
+        and result["processes_alive_max"] <= bound
     per_kill = args.envs_per_worker  # a killed worker takes its envs' episodes along
     intact = all(s["episodes_lost"] <= per_kill * s["kills"] and s["step_count_breaks"] == 0
                  and s["restarts"] == s["restarted_steps_flagged"] == per_kill * s["kills"] for s in summaries.values())

@@ -40,4 +40,5 @@ def test_recycling_soak_keeps_every_episode_and_compares_throughput(tmp_path):
     assert recycling["episodes_lost"] == recycling["step_count_breaks"] == recycling["restarts"] == 0
     assert baseline["recycles"] == 0 and baseline["stepping_s"] >= 9
     assert result["throughput_vs_no_recycling"] > 0 and len(recycling["samples"]) >= 5
+    assert result["processes_alive_max"] <= result["processes_alive_bound"]
     assert not result["leaked_processes"] and not result["leaked_segments"] and not result["leaked_xvfb_sockets"]
