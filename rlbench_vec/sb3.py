@@ -22,7 +22,7 @@ How SB3's contract (stable_baselines3.common.vec_env.VecEnv) is met:
   step has returned (OnPolicyAlgorithm.collect_rollouts, OffPolicyAlgorithm._store_transition), and
   by then the engine may be writing that shared-memory page again. So each step copies the
   observations out of shared memory once (in flat mode the concatenation is that copy); rewards,
-  flags and final observations are the engine's own arrays, not copied again.
+  flags and final observations already come as arrays of their own.
 - Actions: SB3 needs a Box with finite bounds (PPO clips its samples to them, SAC squashes into
   them), and RLBench leaves the arm part unbounded: arm_limit bounds it to [-arm_limit, arm_limit]
   (radians/s, radians or metres, by arm_mode); the quaternion and gripper keep their bounds.
