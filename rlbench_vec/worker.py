@@ -14,6 +14,7 @@ import select
 import signal
 import time
 from dataclasses import dataclass
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 import numpy as np
@@ -26,28 +27,35 @@ from .protocol import (
     CALL,
     CLAIM,
     CLOSE,
+    ENV,
     EPISODE_OVER,
     ERROR,
+    EXEC_S,
+    EXECUTED_ACTIONS,
     FAILED,
+    FLAGS,
     HAS_PAYLOAD,
     HOLD,
     NOTICE,
     OBSERVE,
     OK,
-    RECORD,
+    PAGE,
+    RECORD_FIELDS,
     RESET,
     RESTARTED,
     RESULT,
+    SLOT,
     SPARE,
     STEP,
     command_reader,
     send_reply,
 )
 from .shm import SharedBuffers
+from .spec import observation_spec
 
 REWARD, TERMINATED, TRUNCATED, EXECUTED = range(4)  # rows of a slot's `outcome` block (4, max_chunk)
 EXEC, WRITE, RESET_TIME = range(3)  # columns of the per-instance seconds not yet reported
-NO_RECORDS = np.zeros(0, RECORD)
+NO_RECORDS = np.zeros((0, len(RECORD_FIELDS)))
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,7 @@ class WorkerSpec:
     fields: list
     max_chunk: int
     chunk_obs: str
+    rows: int  # slots per result page (num_envs)
     autoreset_mode: str
     eager_reset: bool
     display: Any
@@ -74,9 +83,10 @@ class Delivery:
     """What one command delivers for m entries: flags and outcomes per entry, and payload pieces
     (info, error, final observation) for the entries that have any."""
 
-    def __init__(self, m: int, k: int):
+    def __init__(self, m: int, width: int):
         self.flags = np.zeros(m, np.uint8)
-        self.outcome = np.zeros((m, 4, max(k, 1)))
+        self.outcome = np.zeros((m, 4, width))  # a slot's whole block: columns past k are written as zeros
+        self.no_observation = np.zeros(m, bool)  # its reset failed: nothing to observe
         self.extra: dict[int, dict[str, Any]] = {}
 
     def info(self, position: int) -> dict[str, Any]:
@@ -90,7 +100,10 @@ class Delivery:
 class Runner:
     """Runs the commands of one worker over its EnvGroup."""
 
-    def __init__(self, group: EnvGroup, buffers: SharedBuffers, spec: WorkerSpec):
+    def __init__(self, group: EnvGroup, buffers: SharedBuffers, spec: WorkerSpec,
+                 device_pages: list[dict[str, dict[str, Any]]] | None = None):
+        """device_pages: per page, "obs" (and "chunk") arrays that the group keeps on its device,
+        instead of the shared block's."""
         g = group.size
         self.group = group
         self.buffers = buffers
@@ -106,14 +119,17 @@ class Runner:
         self.reset_infos: list[Any] = [None] * g
         self.seconds = np.zeros((g, 3))
         self.actions = buffers.arrays["actions"]
-        self.pages = [
-            {"obs": buffers.group(f"page{p}/obs"), "outcome": buffers.arrays[f"page{p}/outcome"],
+        self.layout = observation_spec(spec.config)
+        observations = device_pages or [
+            {"obs": buffers.group(f"page{p}/obs"), "chunk": buffers.group(f"page{p}/chunk")} for p in (0, 1)]
+        self.pages: list[dict[str, Any]] = [
+            {"obs": observations[p]["obs"], "outcome": buffers.arrays[f"page{p}/outcome"],
              "env": buffers.arrays[f"page{p}/env"]}
             for p in (0, 1)
         ]
         # the observation after sub-step t of a chunk: one views dict per page and t, made once
         self.chunk_views = [
-            [{key: view[:, t] for key, view in buffers.group(f"page{p}/chunk").items()} for t in range(spec.max_chunk)]
+            [{key: view[:, t] for key, view in observations[p].get("chunk", {}).items()} for t in range(spec.max_chunk)]
             for p in (0, 1)
         ] if spec.chunk_obs == "all" else None
         self.recorders: dict[int, Any] = {}
@@ -148,6 +164,7 @@ class Runner:
         if isinstance(info, tuple):
             delivery.error(position, info)
             delivery.flags[position] |= EPISODE_OVER
+            delivery.no_observation[position] = True
             self.over[i] = True
         else:
             self.over[i] = False
@@ -159,23 +176,28 @@ class Runner:
         local, envs = entries["instance"], entries["env"]
         self.env[local] = envs
         m = len(local)
-        d = Delivery(m, k)
-        notice = self.notice[local]
-        autoreset = self.over[local] & ~notice
-        for position in np.flatnonzero(notice).tolist():
-            self._notify(d, position, int(local[position]))
-        for position in np.flatnonzero(autoreset).tolist():
-            i = int(local[position])
-            if not self.ready[i]:
-                self._reset(local[position:position + 1], [None], [None])
-            d.flags[position] |= AUTORESET
-            d.info(position)["autoreset"] = True
-            self._take_reset(d, position, i)
-        every = self.chunk_views is not None  # sub-step observations need their slots at once
-        slots, pages = self._slots(page, entries, every)
-        self._run(d, local, envs, k, np.flatnonzero(~(notice | autoreset)), slots if every else None, pages)
-        if not every:
-            slots, pages = self._slots(page, entries, True)
+        d = Delivery(m, self.spec.max_chunk)
+        special = self.notice[local] | self.over[local]
+        if special.any():
+            for position in np.flatnonzero(special).tolist():
+                i = int(local[position])
+                if self.notice[i]:
+                    self._notify(d, position, i)
+                    continue
+                if not self.ready[i]:
+                    self._reset(local[position:position + 1], [None], [None])
+                d.flags[position] |= AUTORESET
+                d.info(position)["autoreset"] = True
+                self._take_reset(d, position, i)
+            running = np.flatnonzero(~special)
+        else:
+            running = np.arange(m)
+        # claim slots after stepping, so a slow env holds no slot while it steps; but sub-step
+        # observations (chunk_obs="all") need their slots from the first sub-step
+        slots, pages = self._slots(page, entries) if self.chunk_views is not None else (None, page)
+        self._run(d, local, envs, k, running, slots, pages)
+        if slots is None:
+            slots, pages = self._slots(page, entries)
         return self._deliver(d, entries, slots, pages, k)
 
     def _notify(self, d: Delivery, position: int, i: int) -> None:
@@ -197,7 +219,7 @@ class Runner:
             self.over[i] = True
 
     def _run(self, d: Delivery, local: np.ndarray, envs: np.ndarray, k: int, active: np.ndarray,
-             slots: np.ndarray | None, pages: np.ndarray | None) -> None:
+             slots: np.ndarray | None, pages: Any) -> None:
         """Up to k actions for the entries at `active`, each stopping at its episode's end."""
         for t in range(k):
             if not len(active):
@@ -208,20 +230,23 @@ class Runner:
             self.elapsed[i] += 1
             terminated = result.terminated.astype(bool)
             truncated = (self.elapsed[i] >= self.max_steps) & ~terminated
+            if result.truncated is not None:
+                truncated |= result.truncated.astype(bool) & ~terminated
+            ended = terminated | truncated
             for j, error in result.errors.items():
                 d.error(int(active[j]), error)
-                terminated[j] = False  # not the task's termination: the episode is simply over
-            block = d.outcome[active, :, t]
-            block[:, REWARD], block[:, TERMINATED], block[:, TRUNCATED], block[:, EXECUTED] = (
-                result.reward, terminated, truncated, 1.0)
-            d.outcome[active, :, t] = block
+                terminated[j], ended[j] = False, True  # not the task's termination: the episode is simply over
+            d.outcome[active, REWARD, t] = result.reward
+            d.outcome[active, TERMINATED, t] = terminated
+            d.outcome[active, TRUNCATED, t] = truncated
+            d.outcome[active, EXECUTED, t] = 1.0
             for j, info in result.infos.items():
                 d.info(int(active[j])).update(info)
             self._capture(i)
-            if slots is not None and pages is not None:
-                for j, error in self._observe(i, slots[active], pages[active], t).items():
+            if slots is not None:
+                for j, error in self._observe(i, slots[active], pages if np.isscalar(pages) else pages[active],
+                                              t).items():
                     d.error(int(active[j]), error)
-            ended = terminated | truncated | np.isin(np.arange(len(i)), list(result.errors))
             if ended.any():
                 self._end(d, active[ended], local[active[ended]])
             active = active[~ended]
@@ -232,8 +257,7 @@ class Runner:
             self.over[local], self.ready[local] = True, False
             return
         # same-step autoreset: the final observation goes into the info, the slot gets the new episode's
-        final = [{key: np.empty(view.shape[1:], view.dtype) for key, view in self.pages[0]["obs"].items()}
-                 for _ in range(len(local))]
+        final = [{key: np.empty(s.shape, s.dtype) for key, s in self.layout.items()} for _ in range(len(local))]
         for i, out in zip(local.tolist(), final):
             self.group.write_one(i, out)
         self._reset(local, [None] * len(local), [None] * len(local))
@@ -242,65 +266,70 @@ class Runner:
             self._take_reset(d, position, i)
             d.info(position).update(final_obs=final[j], final_info=final_info)
 
-    def _slots(self, page: int, entries: np.ndarray, claim: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """Each entry's (slot, page): its fixed destination, or a claimed slot of the filling page.
-        (None, None) while claims are deferred and some entry needs one."""
+    def _slots(self, page: int, entries: np.ndarray) -> tuple[np.ndarray, Any]:
+        """Each entry's slot and page: its fixed destination, or a claimed slot of the filling page.
+        The page is one int when every entry's is the same (the usual case), else an array."""
         dest = entries["dest"]
         claims = np.flatnonzero(dest == CLAIM)
-        if len(claims) and not claim:
-            return None, None
-        slots = dest.astype(np.int64)
-        pages = np.full(len(dest), page, np.int64)
-        if len(claims):
-            pages[claims], first = self.buffers.claim(entries["env"][claims])
-            slots[claims] = first + np.arange(len(claims))
+        if not len(claims):
+            return dest, page
+        claimed_page, first = self.buffers.claim(entries["env"][claims])
+        slots = dest.copy()
+        slots[claims] = first + np.arange(len(claims))
+        if len(claims) == len(dest) or claimed_page == page:
+            return slots, claimed_page
+        pages = np.full(len(dest), page)
+        pages[claims] = claimed_page
         return slots, pages
 
-    def _observe(self, local: np.ndarray, slots: np.ndarray, pages: np.ndarray,
+    @staticmethod
+    def _by_page(pages: Any, wanted: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """The positions in `wanted` (indices) grouped by their page."""
+        if isinstance(pages, (int, np.integer)):
+            return [(int(pages), wanted)] if len(wanted) else []
+        return [(p, wanted[pages[wanted] == p]) for p in (0, 1) if (pages[wanted] == p).any()]
+
+    def _observe(self, local: np.ndarray, slots: np.ndarray, pages: Any,
                  t: int | None = None) -> dict[int, tuple[str, str]]:
         """Observations into their slots: the result's, or (t) a chunk's sub-step t. Returns the
         failures by position."""
         start = time.perf_counter()
-        errors = {}
-        for p in (0, 1):
-            on = np.flatnonzero(pages == p)
-            if len(on):
-                views = self.pages[p]["obs"] if t is None or self.chunk_views is None else self.chunk_views[p][t]
-                errors.update({int(on[j]): e for j, e in self.group.observe(local[on], views, slots[on]).items()})
+        errors: dict[int, tuple[str, str]] = {}
+        for p, on in self._by_page(pages, np.arange(len(local))):
+            views = self.pages[p]["obs"] if t is None or self.chunk_views is None else self.chunk_views[p][t]
+            errors.update({int(on[j]): e for j, e in self.group.observe(local[on], views, slots[on]).items()})
         self.seconds[local, WRITE] += (time.perf_counter() - start) / max(1, len(local))
         return errors
 
-    def _deliver(self, d: Delivery, entries: np.ndarray, slots: np.ndarray | None, pages: np.ndarray | None,
+    def _deliver(self, d: Delivery, entries: np.ndarray, slots: np.ndarray, pages: Any,
                  k: int) -> tuple[np.ndarray, dict | None]:
         """Write outcomes and observations of the entries with a destination; build the records."""
         local, envs = entries["instance"], entries["env"]
-        delivered = entries["dest"] != HOLD
-        if slots is not None and pages is not None and delivered.any():
-            for p in (0, 1):
-                on = delivered & (pages == p)
-                if on.any():
-                    page = self.pages[p]
-                    page["env"][slots[on]] = envs[on]
-                    page["outcome"][slots[on]] = 0.0  # columns past k would be stale otherwise
-                    page["outcome"][slots[on], :, :k] = d.outcome[on, :, :k]
-            # an env whose reset failed has no observation to write: its slot is left alone
-            seen = np.flatnonzero(delivered & ~((d.flags & ERROR != 0) & (d.flags & EPISODE_OVER != 0)
-                                               & (d.outcome[:, EXECUTED].sum(axis=1) == 0)))
-            for j, error in self._observe(local[seen], slots[seen], pages[seen]).items():
+        held = entries["dest"] == HOLD
+        delivered: Any = True if not held.any() else ~held
+        wanted = np.arange(len(local)) if delivered is True else np.flatnonzero(delivered)
+        for p, on in self._by_page(pages, wanted):
+            page = self.pages[p]
+            page["env"][slots[on]] = envs[on]
+            page["outcome"][slots[on]] = d.outcome[on]
+        # an env whose reset failed has no observation to write: its slot is left alone
+        seen = wanted[~d.no_observation[wanted]] if d.no_observation.any() else wanted
+        if len(seen):
+            for j, error in self._observe(local[seen], slots[seen], pages if np.isscalar(pages) else pages[seen]).items():
                 d.error(int(seen[j]), error)
                 d.flags[seen[j]] |= EPISODE_OVER
                 self.over[local[seen[j]]] = True
-        records = np.zeros(len(local), RECORD)
-        records["env"] = envs
-        records["slot"] = np.where(delivered, slots if slots is not None else -1, -1)
-        records["page"] = pages if pages is not None else 0
-        records["flags"] = d.flags
-        for column, name in ((EXEC, "exec_s"), (WRITE, "write_s"), (RESET_TIME, "reset_s")):
-            records[name] = self.seconds[local, column]
+        if d.extra:
+            d.flags[list(d.extra)] |= HAS_PAYLOAD
+        records = np.empty((len(local), len(RECORD_FIELDS)))
+        records[:, ENV] = envs
+        records[:, SLOT] = slots if delivered is True else np.where(delivered, slots, -1)
+        records[:, PAGE] = pages
+        records[:, FLAGS] = d.flags
+        records[:, EXECUTED_ACTIONS] = d.outcome[:, EXECUTED].sum(axis=1)
+        records[:, EXEC_S:] = self.seconds[local]
         self.seconds[local] = 0.0
-        payload = {int(envs[p]): extra for p, extra in d.extra.items() if extra}
-        records["flags"][list(d.extra)] |= HAS_PAYLOAD
-        return records, payload or None
+        return records, {int(envs[p]): extra for p, extra in d.extra.items()} or None
 
     def reset(self, page: int, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None]:
         """payload: (seeds, options, kinds), one each per entry (see protocol's reset kinds)."""
@@ -312,7 +341,7 @@ class Runner:
         done_ahead = self.ready[local] & np.array([s is None and not o for s, o in zip(seeds, options)], bool)
         again = np.flatnonzero((kinds != OBSERVE) & ~(done_ahead & (kinds == RESULT)))
         self._reset(local[again], [seeds[j] for j in again], [options[j] for j in again])
-        d = Delivery(len(local), 1)
+        d = Delivery(len(local), self.spec.max_chunk)
         for position, (i, kind) in enumerate(zip(local.tolist(), kinds.tolist())):
             if kind == OBSERVE:  # the episode goes on as it was
                 d.flags[position] |= EPISODE_OVER if self.over[i] else 0
@@ -328,24 +357,23 @@ class Runner:
                     self.notice[i] = False
                     d.flags[position] |= RESTARTED
                 self._take_reset(d, position, i)
-        slots, pages = self._slots(page, entries, True)
+        slots, pages = self._slots(page, entries)
         return self._deliver(d, entries, slots, pages, 1)
 
     def call(self, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None]:
         name, args, kwargs, ends_episode = payload
         results: dict[int, Any] = {}
-        records = np.zeros(len(entries), RECORD)
-        records["env"], records["slot"] = entries["env"], -1
+        flags = np.full(len(entries), HAS_PAYLOAD, np.uint8)
         for position, (i, env) in enumerate(zip(entries["instance"].tolist(), entries["env"].tolist())):
             try:
                 results[env] = {"result": self.group.call(i, name, args, kwargs)}
             except Exception as error:
                 results[env] = {"error": failure(error)}
-                records["flags"][position] |= ERROR
+                flags[position] |= ERROR
             if ends_episode:  # the env resets at its next command (or ahead of it)
                 self.over[i], self.ready[i] = True, False
-        records["flags"] |= HAS_PAYLOAD
-        return records, results
+        zeros = np.zeros(len(entries))
+        return np.column_stack([entries["env"], zeros - 1, zeros, flags, zeros, zeros, zeros, zeros]), results
 
     # ------------------------------------------------------------------ video
     def _recorder(self, i: int):
@@ -414,7 +442,7 @@ def worker_main(spec: WorkerSpec, conn) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     from .backends import backend_class
 
-    display = runner = None
+    display = runner = device_pages = None
     group: EnvGroup | None = None
     fd = conn.fileno()
     die_with_parent(spec.parent_pid, spec.parent_is_main_thread, lambda: display is None or display.alive())
@@ -429,17 +457,21 @@ def worker_main(spec: WorkerSpec, conn) -> None:
         if backend_type.needs_display(spec.config) or spec.display is not None:
             from .display import open_display
 
+            # exports DISPLAY, XAUTHORITY and the GLX vendor library for the simulator about to load
             display = open_display(spec.display, backend_type.needs_display(spec.config), spec.worker_index)
-            if display is not None:
-                os.environ["DISPLAY"] = display.name
         buffers = SharedBuffers.attach(spec.shm_name, spec.fields)
         group = backend_type.make_group(spec.config, spec.instances)
-        runner = Runner(group, buffers, spec)
+        device_pages = group.device_pages(observation_spec(spec.config), spec.rows, spec.max_chunk,
+                                          spec.chunk_obs == "all")
+        runner = Runner(group, buffers, spec, device_pages)
     except Exception as error:
         send_reply(fd, 0, FAILED, NO_RECORDS, failure(error))
         _shutdown(group, display)
         return
-    send_reply(fd, 0, OK, NO_RECORDS, _facts(display))
+    facts = _facts(display)
+    if device_pages is not None:  # shared once with the main process (CUDA IPC for torch tensors)
+        facts["pages"] = [{part: dict(views) for part, views in page.items()} for page in device_pages]
+    send_reply(fd, 0, OK, NO_RECORDS, facts, bytes(ForkingPickler.dumps(facts)) if device_pages is not None else None)
     release_boot_output()
     try:
         serve(fd, runner)
