@@ -30,6 +30,7 @@ import math
 import os
 import random
 import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -151,10 +152,10 @@ def rss_mb(pid: int | None) -> float:
         return float("nan")
 
 
-def slope_mb_per_hour(seconds: list[float], values: list[float]) -> float:
+def slope_mb_per_hour(seconds: list[float], values: list[float]) -> float | None:
     if len(seconds) < 3:
-        return float("nan")
-    return float(np.polyfit(np.asarray(seconds) / 3600, values, 1)[0])
+        return None
+    return round(float(np.polyfit(np.asarray(seconds) / 3600, values, 1)[0]), 2)
 
 
 def memory_summary(samples: list[dict]) -> dict:
@@ -166,10 +167,10 @@ def memory_summary(samples: list[dict]) -> dict:
     out = {"processes_alive": {"first": settled[0]["processes_alive"], "last": settled[-1]["processes_alive"],
                                "max": max(s["processes_alive"] for s in settled)}} if settled else {}
     for key in ("main_mb", "worker_mb", "xvfb_mb", "all_processes_mb"):
-        values = [max(s[key], default=float("nan")) if isinstance(s[key], list) else s[key] for s in settled]
-        if values:
+        values = [max(s[key]) if isinstance(s[key], list) else s[key] for s in settled if s[key] != []]
+        if values:  # no Xvfb without --xvfb
             out[key.removesuffix("_mb")] = {"first_mb": values[0], "last_mb": values[-1], "max_mb": max(values),
-                                            "slope_mb_per_hour": round(slope_mb_per_hour(t, values), 2)}
+                                            "slope_mb_per_hour": slope_mb_per_hour(t, values)}
     return out
 
 
@@ -260,7 +261,7 @@ def main() -> int:
     leaked = leaks(runs, segments_before)
 
     result = {
-        "command": "python " + " ".join(sys.argv), "cpu_cores": os.cpu_count(),
+        "command": "python " + " ".join(sys.argv), "git_commit": git_commit(), "cpu_cores": os.cpu_count(),
         "load_average_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
         "num_envs": args.num_envs, "envs_per_worker": args.envs_per_worker, "step_cost_s": args.step_cost_s,
         "episode_length": args.episode_length, "xvfb": args.xvfb, "recycle_after_episodes": args.recycle_after_episodes,
@@ -283,6 +284,12 @@ def main() -> int:
     intact = all(s["episodes_lost"] <= per_kill * s["kills"] and s["step_count_breaks"] == 0
                  and s["restarts"] == s["restarted_steps_flagged"] == per_kill * s["kills"] for s in summaries.values())
     return 0 if clean and intact else 1
+
+
+def git_commit() -> str | None:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.abspath(__file__)))
+    return done.stdout.strip() or None
 
 
 def print_result(result: dict) -> None:
