@@ -109,7 +109,7 @@ def main() -> None:
     optimizer = torch.optim.Adam(policy.parameters(), lr=args.learning_rate)
     x = torch.from_numpy(obs)
     y = (torch.from_numpy(actions) - policy.act_mean) / policy.act_std
-    for epoch in range(args.epochs):
+    for _ in range(args.epochs):
         order = torch.randperm(len(x))
         for start in range(0, len(x), args.batch_size):
             idx = order[start:start + args.batch_size]
@@ -126,7 +126,8 @@ def main() -> None:
     bc_rate = evaluate(env, policy.act, args.eval_episodes, eval_seed)
     random_rate = evaluate(env, lambda o: rng.uniform(low, high, (len(o), len(low))), args.eval_episodes, eval_seed)
     env.close()
-    print(f"success rate: behaviour cloning {bc_rate:.2f}, random {random_rate:.2f} ({args.eval_episodes} episodes each)")
+    print(f"success rate: behaviour cloning {bc_rate:.2f}, random {random_rate:.2f} "
+          f"({args.eval_episodes} episodes each)")
 
     result = {
         "command": "python " + shlex.join(sys.argv), "args": asdict(args), "cpu_cores": os.cpu_count(),

@@ -7,7 +7,16 @@ so nothing renders. The env's reward is sparse (1 on success, which ends the epi
 a shaping term, --shaping * (last distance - new distance) to the target, computed here from the
 observations. Success rates are always the env's own.
 
+--autoreset-mode picks gymnasium's autoreset mode of the vector env, and the loop handles each:
+  next_step   the step that ends an episode returns its final observation; the env's next step
+              resets it (action ignored): that step is left out of the loss.
+  same_step   the step that ends an episode returns the next episode's first observation; the final
+              one is in info["final_obs"].
+  disabled    after a step that ends episodes, reset(options={"reset_mask": done}) resets those envs.
+Either way, a truncated episode's return is bootstrapped from the value of its final observation.
+
     python examples/ppo_reach.py                          # one process, 2 env workers
+    python examples/ppo_reach.py --autoreset-mode same_step --out docs/ppo_reach_same_step
     torchrun --nproc_per_node 2 examples/ppo_reach.py --num-envs 1
         # each rank its own RLBenchVectorEnv (seeds offset by rank); gradients averaged with gloo
 
@@ -55,6 +64,7 @@ class Args:
     shaping: float = 10.0
     max_episode_steps: int = 30
     eval_episodes: int = 100  # per rank, for the trained and for the random policy
+    autoreset_mode: str = "next_step"  # or "same_step", "disabled"
     out: str = "docs/ppo_reach"
 
 
@@ -76,7 +86,8 @@ class Agent(nn.Module):
     def __init__(self, obs_size: int, act_size: int):
         super().__init__()
         self.critic = nn.Sequential(layer(obs_size, 64), nn.Tanh(), layer(64, 64), nn.Tanh(), layer(64, 1, 1.0))
-        self.actor_mean = nn.Sequential(layer(obs_size, 64), nn.Tanh(), layer(64, 64), nn.Tanh(), layer(64, act_size, 0.01))
+        self.actor_mean = nn.Sequential(layer(obs_size, 64), nn.Tanh(), layer(64, 64), nn.Tanh(),
+                                        layer(64, act_size, 0.01))
         self.actor_logstd = nn.Parameter(torch.zeros(1, act_size))
 
     def value(self, x: torch.Tensor) -> torch.Tensor:
@@ -91,12 +102,40 @@ class Agent(nn.Module):
 
 
 def flatten(obs: dict[str, torch.Tensor]) -> torch.Tensor:
-    return torch.cat([obs[key].float() for key in LOW_DIM], dim=-1)
+    return torch.cat([torch.as_tensor(obs[key]).float().reshape(len(obs[key]), -1) for key in LOW_DIM], dim=-1)
 
 
-def distance(obs: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Gripper (TCP) to target, metres."""
-    return (obs["gripper_pose"][:, :3] - obs["task_low_dim_state"][:, :3]).norm(dim=-1).float()
+def distance(flat: torch.Tensor) -> torch.Tensor:
+    """Gripper (TCP) to target, metres, from flattened observations (gripper_pose, then the target's xyz)."""
+    return (flat[:, 0:3] - flat[:, 7:10]).norm(dim=-1)
+
+
+@dataclass
+class Transition:
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    landed: torch.Tensor  # where the step led: the final observation of an episode that ended
+    next_obs: torch.Tensor  # what the policy sees next: the next episode's first observation where one ended
+    next_valid: torch.Tensor  # False where the next step is a next-step autoreset (its action is ignored)
+
+
+def advance(env: RLBenchVectorEnv, actions: np.ndarray) -> Transition:
+    """One step in any autoreset mode."""
+    obs, reward, terminated, truncated, info = env.step(actions)
+    done = terminated | truncated  # never on a next-step autoreset step: each episode ends once
+    landed = next_obs = flatten(obs)
+    mode = env.vector_config.autoreset_mode
+    if mode == "same_step" and done.any():
+        landed = landed.clone()
+        for i in torch.nonzero(done).flatten().tolist():
+            if info["_final_obs"][i]:  # absent where a worker restart lost the episode
+                landed[i] = flatten({key: value[None] for key, value in info["final_obs"][i].items()})[0]
+    elif mode == "disabled" and done.any():
+        obs, _ = env.reset(options={"reset_mask": done.numpy()})
+        next_obs = flatten(obs)
+    next_valid = ~done if mode == "next_step" else torch.ones_like(done)
+    return Transition(reward.float(), terminated, truncated, landed, next_obs, next_valid)
 
 
 def env_action(policy_action: torch.Tensor, max_move: float) -> np.ndarray:
@@ -113,20 +152,22 @@ def make_env(args: Args) -> RLBenchVectorEnv:
     return RLBenchVectorEnv(
         num_envs=args.num_envs, task="reach_target", backend="mujoco", cameras=(), low_dim=LOW_DIM,
         arm_mode="ik", absolute_mode=False, max_episode_steps=args.max_episode_steps, seed=args.seed,
-        as_torch=True,  # CPU tensors over the shared memory: no copies
+        autoreset_mode=args.autoreset_mode, as_torch=True,  # CPU tensors over the shared memory: no copies
     )
 
 
 def evaluate(env: RLBenchVectorEnv, policy, episodes: int, seed: int, max_move: float) -> float:
     """Success rate over at least `episodes` finished episodes (per rank); policy: obs -> [-1, 1]^3."""
     obs, _ = env.reset(seed=seed)
+    next_obs = flatten(obs)
     successes, finished = 0, 0
     while finished < episodes:
         with torch.no_grad():
-            obs, reward, terminated, truncated, _ = env.step(env_action(policy(obs), max_move))
-        done = terminated | truncated  # False on autoreset steps, so each episode counts once
-        successes += int((reward > 0)[done].sum())
+            step = advance(env, env_action(policy(next_obs), max_move))
+        done = step.terminated | step.truncated
+        successes += int((step.reward > 0)[done].sum())
         finished += int(done.sum())
+        next_obs = step.next_obs
     return successes / finished
 
 
@@ -163,11 +204,11 @@ def main() -> None:
     obs_buf = torch.zeros(steps, n, obs_size)
     actions = torch.zeros(steps, n, 3)
     logprobs, rewards, values = (torch.zeros(steps, n) for _ in range(3))
-    terminals, dones, valid = (torch.zeros(steps, n, dtype=torch.bool) for _ in range(3))
+    dones, valid = (torch.zeros(steps, n, dtype=torch.bool) for _ in range(2))
 
     obs, _ = env.reset(seed=args.seed)
-    next_obs, next_dist = flatten(obs), distance(obs)
-    next_valid = torch.ones(n, dtype=torch.bool)  # False: this step is the autoreset of a finished episode
+    next_obs = flatten(obs)
+    next_valid = torch.ones(n, dtype=torch.bool)  # False: this step is the next-step autoreset of an ended episode
     curve = []
     for update in range(1, updates + 1):
         episodes = successes = 0
@@ -176,24 +217,26 @@ def main() -> None:
             with torch.no_grad():
                 action, logprob, _, value = agent.act(next_obs)
             actions[t], logprobs[t], values[t] = action, logprob, value
-            obs, reward, terminated, truncated, _ = env.step(env_action(action, args.max_move))
-            new_dist = distance(obs)
-            rewards[t] = reward.float() + args.shaping * (next_dist - new_dist)
-            terminals[t], dones[t] = terminated, terminated | truncated
-            episodes += int(dones[t].sum())  # autoreset steps are never done: each episode counts once
-            successes += int((reward > 0)[dones[t]].sum())
-            next_obs, next_dist, next_valid = flatten(obs), new_dist, ~dones[t]
+            step = advance(env, env_action(action, args.max_move))
+            done = step.terminated | step.truncated
+            with torch.no_grad():  # a truncated return goes on past the time limit: bootstrap from where it ended
+                bootstrap = torch.where(step.truncated & ~step.terminated, agent.value(step.landed), 0.0)
+            shaping = args.shaping * (distance(next_obs) - distance(step.landed))
+            rewards[t] = step.reward + shaping + args.gamma * bootstrap
+            dones[t] = done
+            episodes += int(done.sum())  # next-step autoreset steps are never done: each episode counts once
+            successes += int((step.reward > 0)[done].sum())
+            next_obs, next_valid = step.next_obs, step.next_valid
 
-        # GAE. Next-step autoreset makes truncation easy: the obs after a truncated step is the final
-        # one, so its value bootstraps; the chain stops at every episode end, and the autoreset steps
-        # (valid False) are left out of the loss.
+        # GAE: the chain stops at every episode end (truncations were bootstrapped above), and
+        # next-step autoreset steps (valid False) are left out of the loss.
         with torch.no_grad():
             next_value = agent.value(next_obs)
             advantages = torch.zeros(steps, n)
             last = torch.zeros(n)
             for t in reversed(range(steps)):
                 following = next_value if t == steps - 1 else values[t + 1]
-                delta = rewards[t] + args.gamma * following * ~terminals[t] - values[t]
+                delta = rewards[t] + args.gamma * following * ~dones[t] - values[t]
                 last = delta + args.gamma * args.gae_lambda * ~dones[t] * last
                 advantages[t] = last
             returns = advantages + values
@@ -232,11 +275,11 @@ def main() -> None:
                   f"({int(counts[0])} episodes) {time.time() - started:.0f}s", flush=True)
     train_seconds = time.time() - started
 
-    mean_policy = lambda obs: agent.actor_mean(flatten(obs))
-    random_policy = lambda obs: torch.rand(env.num_envs, 3) * 2 - 1
+    mean_policy = lambda flat: agent.actor_mean(flat)
+    random_policy = lambda flat: torch.rand(env.num_envs, 3) * 2 - 1
     eval_seed = args.seed + 10_000  # episodes never seen in training
-    rates = torch.tensor([evaluate(env, mean_policy, args.eval_episodes, eval_seed, args.max_move),
-                          evaluate(env, random_policy, args.eval_episodes, eval_seed, args.max_move)], dtype=torch.float64)
+    rates = torch.tensor([evaluate(env, policy, args.eval_episodes, eval_seed, args.max_move)
+                          for policy in (mean_policy, random_policy)], dtype=torch.float64)
     trained, random_rate = all_reduce_mean(rates, world).tolist()
     env.close()
     if rank == 0:
@@ -269,7 +312,7 @@ def save(args: Args, world: int, curve: list[dict], trained: float, random_rate:
     ax.axhline(trained, color="C0", linestyle=":", label=f"PPO, evaluation (mean action): {trained:.2f}")
     ax.axhline(random_rate, color="gray", linestyle="--", label=f"random policy: {random_rate:.2f}")
     ax.set(xlabel="env steps", ylabel="success rate", ylim=(0, 1.02),
-           title=f"reach_target, MuJoCo backend: {seconds / 60:.1f} min on {os.cpu_count()} cores")
+           title=f"reach_target, {args.autoreset_mode} autoreset: {seconds / 60:.1f} min on {os.cpu_count()} cores")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     fig.savefig(args.out + "_curve.png", dpi=120)

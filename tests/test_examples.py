@@ -28,12 +28,15 @@ def run(command: list[str], timeout_s: float = 120) -> str:
     return done.stdout
 
 
-def test_ppo_reach_runs_and_saves_its_curve(tmp_path):
+@pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
+def test_ppo_reach_runs_and_saves_its_curve_in_each_autoreset_mode(tmp_path, mode):
     out = tmp_path / "ppo"
-    stdout = run([sys.executable, "examples/ppo_reach.py", *TINY_PPO, "--out", str(out)])
+    stdout = run([sys.executable, "examples/ppo_reach.py", *TINY_PPO, "--autoreset-mode", mode, "--out", str(out)])
     assert "success rate: trained" in stdout
     result = json.loads(out.with_suffix(".json").read_text())
-    assert result["world_size"] == 1 and len(result["curve"]) == 2
+    assert result["world_size"] == 1 and len(result["curve"]) == 2 and result["args"]["autoreset_mode"] == mode
+    # episodes end at the 5-step limit or sooner (success); next-step autoresets take a step of their own
+    assert sum(point["episodes"] for point in result["curve"]) >= 32 // 6
     assert set(result["eval_success_rate"]) == {"trained_policy", "random_policy"}
     assert (tmp_path / "ppo_curve.png").stat().st_size > 0
 
@@ -45,6 +48,19 @@ def test_ppo_reach_under_torchrun(tmp_path):
     result = json.loads(out.with_suffix(".json").read_text())
     assert result["world_size"] == 2 and result["command"].startswith("torchrun --nproc_per_node 2")
     assert result["curve"][-1]["env_steps"] == 32  # both ranks' steps count towards the budget
+
+
+@pytest.mark.skipif(importlib.util.find_spec("stable_baselines3") is None, reason="needs stable-baselines3")
+def test_sb3_ppo_reach_runs_and_saves_its_curve(tmp_path):
+    out = tmp_path / "sb3"
+    stdout = run([sys.executable, "examples/sb3_ppo_reach.py", "--num-envs", "2", "--num-steps", "16",
+                  "--total-steps", "64", "--update-epochs", "1", "--batch-size", "32", "--eval-episodes", "2",
+                  "--max-episode-steps", "5", "--out", str(out)])
+    assert "success rate: trained" in stdout
+    result = json.loads(out.with_suffix(".json").read_text())
+    assert [point["env_steps"] for point in result["curve"]] == [32, 64]
+    assert sum(point["episodes"] for point in result["curve"]) >= 2 * (32 // 5)  # 5 steps at most each
+    assert (tmp_path / "sb3_curve.png").stat().st_size > 0
 
 
 def test_bc_from_demos_runs_and_saves_its_result(tmp_path):
