@@ -22,19 +22,14 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from ..config import CAMERAS, LOW_DIM_FIELDS, MODALITIES
 from ..errors import DatasetError
 
-CAMERAS_IN_OBSERVATION = ("left_shoulder", "right_shoulder", "overhead", "wrist", "front")
-# rlbench/backend/observation.py: Observation.__init__ assigns these, in this order.
+# rlbench/backend/observation.py: Observation.__init__ assigns these, in this order (our CAMERAS,
+# MODALITIES and LOW_DIM_FIELDS follow it; upstream adds gripper_touch_forces and misc).
 OBSERVATION_ATTRIBUTES = (
-    *(f"{camera}_{kind}" for camera in CAMERAS_IN_OBSERVATION for kind in ("rgb", "depth", "mask", "point_cloud")),
-    "joint_velocities",
-    "joint_positions",
-    "joint_forces",
-    "gripper_open",
-    "gripper_pose",
-    "gripper_matrix",
-    "gripper_joint_positions",
+    *(f"{camera}_{kind}" for camera in CAMERAS for kind in MODALITIES),
+    *LOW_DIM_FIELDS[:-1],
     "gripper_touch_forces",
     "task_low_dim_state",
     "misc",

@@ -178,12 +178,21 @@ def refuse(c: Controller, world: int, q: vec7, error: int):
 
 
 @wp.func
-def start_action(c: Controller, world: int, q: vec7):
+def start_action(c: Controller, world: int, q: vec7, actions: wp.array2d(dtype=float),
+                 active: wp.array(dtype=int)) -> bool:
+    """Begin the world's action; False (and the world refused) if it is inactive or not finite."""
     c.steps[world] = 0
     c.control_steps[world] = 0
     c.error[world] = 0
     c.previous[world] = q
     c.phase[world] = PHASE_ARM
+    if active[world] == 0:
+        refuse(c, world, q, 0)
+        return False
+    if not finite_action(actions, world):
+        refuse(c, world, q, NON_FINITE)
+        return False
+    return True
 
 
 @wp.func
@@ -349,12 +358,7 @@ def begin_joint_velocity(arm: Arm, c: Controller, actions: wp.array2d(dtype=floa
                          status: wp.array(dtype=int)):
     world = wp.tid()
     q = arm_joints(qpos, world, arm.qpos_adr)
-    start_action(c, world, q)
-    if active[world] == 0:
-        refuse(c, world, q, 0)
-        return
-    if not finite_action(actions, world):
-        refuse(c, world, q, NON_FINITE)
+    if not start_action(c, world, q, actions, active):
         return
     target = vec7()
     for j in range(7):
@@ -373,12 +377,7 @@ def begin_joint_position(arm: Arm, c: Controller, actions: wp.array2d(dtype=floa
                          absolute: int, status: wp.array(dtype=int)):
     world = wp.tid()
     q = arm_joints(qpos, world, arm.qpos_adr)
-    start_action(c, world, q)
-    if active[world] == 0:
-        refuse(c, world, q, 0)
-        return
-    if not finite_action(actions, world):
-        refuse(c, world, q, NON_FINITE)
+    if not start_action(c, world, q, actions, active):
         return
     goal = vec7()
     for j in range(7):
@@ -399,12 +398,7 @@ def begin_pose(arm: Arm, c: Controller, actions: wp.array2d(dtype=float), active
     the rotation before the current one. Checked like actions.py, then solved by IK."""
     world = wp.tid()
     q = arm_joints(qpos, world, arm.qpos_adr)
-    start_action(c, world, q)
-    if active[world] == 0:
-        refuse(c, world, q, 0)
-        return
-    if not finite_action(actions, world):
-        refuse(c, world, q, NON_FINITE)
+    if not start_action(c, world, q, actions, active):
         return
     rotation = wp.quat(actions[world, 3], actions[world, 4], actions[world, 5], actions[world, 6])
     norm = wp.length(rotation)
