@@ -10,17 +10,17 @@ oracle's actions from the observation, then runs closed loop in the same vector 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
 import sys
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 import torch.nn as nn
+from cli import parse_args  # examples/cli.py, beside this script
 
 from rlbench_vec import RLBenchVectorEnv
 
@@ -39,13 +39,6 @@ class Args:
     learning_rate: float = 1e-3
     eval_episodes: int = 100
     out: str = "docs/bc_reach.json"
-
-
-def parse_args() -> Args:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for f in fields(Args):
-        parser.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default)
-    return Args(**vars(parser.parse_args()))
 
 
 def flatten(obs: dict[str, np.ndarray]) -> np.ndarray:
@@ -86,7 +79,7 @@ def evaluate(env: RLBenchVectorEnv, policy, episodes: int, seed: int) -> float:
 
 
 def main() -> None:
-    args = parse_args()
+    args = parse_args(Args, __doc__)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)  # leave the cores to the simulator workers
     env = RLBenchVectorEnv(

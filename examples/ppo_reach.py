@@ -25,18 +25,18 @@ Writes <out>.json (curve, evaluation, command) and <out>_curve.png.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
 import sys
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn as nn
+from cli import parse_args  # examples/cli.py, beside this script
 from torch.distributions.normal import Normal
 
 from rlbench_vec import RLBenchVectorEnv
@@ -66,13 +66,6 @@ class Args:
     eval_episodes: int = 100  # per rank, for the trained and for the random policy
     autoreset_mode: str = "next_step"  # or "same_step", "disabled"
     out: str = "docs/ppo_reach"
-
-
-def parse_args() -> Args:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for f in fields(Args):
-        parser.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default)
-    return Args(**vars(parser.parse_args()))
 
 
 def layer(in_size: int, out_size: int, std: float = np.sqrt(2)) -> nn.Linear:
@@ -183,7 +176,7 @@ def all_reduce_mean(values: torch.Tensor, world: int) -> torch.Tensor:
 
 
 def main() -> None:
-    args = parse_args()
+    args = parse_args(Args, __doc__)
     world, rank = int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("RANK", 0))
     if world > 1:
         dist.init_process_group("gloo")

@@ -13,17 +13,17 @@ observation SB3VecEnv returns with it is already the next episode's first.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
 import sys
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 import gymnasium as gym
 import numpy as np
 import torch
+from cli import parse_args  # examples/cli.py, beside this script
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor
@@ -50,13 +50,6 @@ class Args:
     max_episode_steps: int = 30
     eval_episodes: int = 100
     out: str = "docs/ppo_sb3_reach"
-
-
-def parse_args() -> Args:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for f in fields(Args):
-        parser.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default)
-    return Args(**vars(parser.parse_args()))
 
 
 class ReachActions(VecEnvWrapper):
@@ -150,7 +143,7 @@ def evaluate(env: VecEnv, act, episodes: int, seed: int) -> float:
 
 
 def main() -> None:
-    args = parse_args()
+    args = parse_args(Args, __doc__)
     torch.set_num_threads(1)  # leave the cores to the simulator workers
     base = SB3VecEnv(num_envs=args.num_envs, task="reach_target", backend="mujoco", cameras=(), low_dim=LOW_DIM,
                      observation="flat", arm_mode="ik", absolute_mode=False, arm_limit=args.max_move,
