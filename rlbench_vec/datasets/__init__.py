@@ -6,7 +6,9 @@ from .rlbench_format import (
     episode_dir,
     read_episode,
     remove_stale_staging,
+    stored_episodes,
     write_episode,
 )
 
-__all__ = ["completed_episodes", "episode_dir", "read_episode", "remove_stale_staging", "write_episode"]
+__all__ = ["completed_episodes", "episode_dir", "read_episode", "remove_stale_staging", "stored_episodes",
+           "write_episode"]
