@@ -28,15 +28,17 @@ from typing import Any
 import numpy as np
 import psutil
 
-from .config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, VideoConfig
+from .config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, POSE_ARM_MODES, EnvConfig, VideoConfig
 from .distributed import RankInfo
 from .vector_env import RLBenchVectorEnv
 
 POSITION_NOISE_M = 0.01  # per action: a policy exploring around the current pose
 ROTATION_NOISE = 0.02  # added to quaternion components, then renormalised
 JOINT_NOISE = 0.05  # rad (joint_position) or rad/s (joint_velocity)
-GRIPPER_SWITCH_PROB = 0.05  # a gripper actuation runs until the fingers stop: keep them rare
+GRIPPER_SWITCH_Z = 1.645  # P(normal > z) = 5%: a gripper actuation runs until the fingers stop, keep them rare
+NOISE_BANK = 64
 MB = 1 << 20
+DEFAULTS = EnvConfig()
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -46,20 +48,27 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--num_envs", type=int, default=None,
                         help="envs of this rank (default: this host's cores / local ranks)")
     parser.add_argument("--steps", type=int, default=100, help="timed actions per env (rounded up to whole chunks)")
-    parser.add_argument("--task", default="reach_target", help="RLBench task, e.g. ReachTarget or open_drawer")
-    parser.add_argument("--backend", default="auto", choices=BACKENDS,
+    parser.add_argument("--task", default=DEFAULTS.task, help="RLBench task, e.g. ReachTarget or open_drawer")
+    parser.add_argument("--backend", default=DEFAULTS.backend, choices=BACKENDS,
                         help="auto: rlbench when installed, else the embedded mujoco")
     parser.add_argument("--backend_options", type=json.loads, default={},
                         help='JSON, e.g. \'{"step_cost_s": 0.01}\' for the synthetic backend')
-    parser.add_argument("--arm_mode", default="ik", choices=ARM_MODES)
-    parser.add_argument("--absolute_mode", type=int, default=1, choices=(0, 1), help="0: delta actions")
-    parser.add_argument("--gripper_mode", default="discrete", choices=GRIPPER_MODES)
+    parser.add_argument("--arm_mode", default=DEFAULTS.arm_mode, choices=ARM_MODES)
+    parser.add_argument("--absolute_mode", type=int, default=int(DEFAULTS.absolute_mode), choices=(0, 1),
+                        help="0: delta actions")
+    parser.add_argument("--gripper_mode", default=DEFAULTS.gripper_mode, choices=GRIPPER_MODES)
+    parser.add_argument("--renderer", default=None, help="backend renderer (mujoco: osmesa, egl, glfw)")
     parser.add_argument("--action_chunk", type=int, default=1, help="K actions per env per round trip (step_chunk)")
     parser.add_argument("--copy_obs", type=int, default=0, choices=(0, 1), help="1: copy observations out of shared memory")
-    parser.add_argument("--image_size", type=int, nargs=2, default=(128, 128), metavar=("WIDTH", "HEIGHT"))
-    parser.add_argument("--cameras", nargs="+", default=list(CAMERAS), choices=CAMERAS)
-    parser.add_argument("--modalities", nargs="+", default=["rgb", "depth", "mask"], choices=MODALITIES)
-    parser.add_argument("--max_episode_steps", type=int, default=200)
+    parser.add_argument("--image_size", type=int, nargs=2, default=DEFAULTS.image_size, metavar=("WIDTH", "HEIGHT"))
+    parser.add_argument("--cameras", nargs="+", default=list(DEFAULTS.cameras), choices=CAMERAS)
+    parser.add_argument("--modalities", nargs="+", default=list(DEFAULTS.modalities), choices=MODALITIES)
+    parser.add_argument("--max_episode_steps", type=int, default=DEFAULTS.max_episode_steps)
+    parser.add_argument("--envs_per_worker", type=int, default=None, help="envs per worker process (default: the "
+                        "backend's: all cores busy for mujoco/synthetic, 1 for rlbench)")
+    parser.add_argument("--spare_envs", type=int, default=0, help="spare instances that take over at episode ends")
+    parser.add_argument("--eager_reset", type=int, default=1, choices=(0, 1),
+                        help="1: reset an ended episode before its next step is asked for")
     parser.add_argument("--async", dest="async_", action="store_true",
                         help="partial batches: send/recv, acting on the first --min_envs envs to finish")
     parser.add_argument("--min_envs", type=int, default=None, help="envs per partial batch (implies --async; default num_envs/2)")
@@ -98,28 +107,40 @@ class ActionSampler:
         self.action_size = env.single_action_space.shape[0]
         self.chunk = chunk
         self.rng = np.random.default_rng(seed)
+        self._banks: dict[int, np.ndarray] = {}
+        self._calls = 0
+
+    def _normal(self, m: int) -> np.ndarray:
+        """Standard normal noise (m, K, A + 1) from a bank drawn once per batch size: drawing it every
+        call would cost a good share of what the bench times when steps are cheap."""
+        bank = self._banks.get(m)
+        if bank is None:
+            bank = self._banks[m] = self.rng.standard_normal((NOISE_BANK, m, self.chunk, self.action_size + 1))
+        self._calls += 1
+        return bank[self._calls % NOISE_BANK]
 
     def __call__(self, obs: dict[str, np.ndarray]) -> np.ndarray:
         """Actions (M, K, A) for the M envs whose observations are given."""
         m, k, c = len(obs["gripper_open"]), self.chunk, self.config
         actions = np.empty((m, k, self.action_size), np.float32)
-        noise = lambda size, scale: self.rng.normal(0.0, scale, (m, k, size))
+        normal = self._normal(m)
+        noise = lambda first, size, scale: scale * normal[..., first:first + size]
         # absolute targets wander from the observed state over the chunk; deltas are fresh each step
-        drift = (lambda size, scale: np.cumsum(noise(size, scale), axis=1)) if c.absolute_mode else noise
-        if c.arm_mode in ("ik", "planning"):
+        drift = (lambda *a: np.cumsum(noise(*a), axis=1)) if c.absolute_mode else noise
+        if c.arm_mode in POSE_ARM_MODES:
             pose = obs["gripper_pose"] if c.absolute_mode else np.tile([0, 0, 0, 0, 0, 0, 1.0], (m, 1))
-            actions[..., :3] = pose[:, None, :3] + drift(3, POSITION_NOISE_M)
-            quat = pose[:, None, 3:7] + drift(4, ROTATION_NOISE)
+            actions[..., :3] = pose[:, None, :3] + drift(0, 3, POSITION_NOISE_M)
+            quat = pose[:, None, 3:7] + drift(3, 4, ROTATION_NOISE)
             norm = np.linalg.norm(quat, axis=-1, keepdims=True)
             actions[..., 3:7] = np.where(norm > 1e-6, quat / np.maximum(norm, 1e-6), [0, 0, 0, 1])
         elif c.arm_mode == "joint_position":
             start = obs["joint_positions"][:, None] if c.absolute_mode else 0.0
-            actions[..., :-1] = start + drift(7, JOINT_NOISE)
+            actions[..., :-1] = start + drift(0, 7, JOINT_NOISE)
         else:  # joint velocities
-            actions[..., :-1] = noise(7, JOINT_NOISE)
+            actions[..., :-1] = noise(0, 7, JOINT_NOISE)
         if c.gripper_mode == "discrete":
             gripper = np.asarray(obs["gripper_open"], np.float32)
-            switch = self.rng.random(m) < GRIPPER_SWITCH_PROB
+            switch = normal[:, 0, -1] > GRIPPER_SWITCH_Z
             actions[..., -1] = np.where(switch, 1.0 - gripper, gripper)[:, None]
         else:
             actions[..., -1] = np.clip(obs["gripper_joint_positions"][:, :1], 0.0, 0.04)
@@ -219,9 +240,10 @@ def make_env(args: argparse.Namespace, num_envs: int, on_worker_ready) -> RLBenc
     return RLBenchVectorEnv(
         num_envs=num_envs, task=args.task, backend=args.backend, cameras=args.cameras,
         image_size=tuple(args.image_size), modalities=args.modalities, arm_mode=args.arm_mode,
-        absolute_mode=bool(args.absolute_mode), gripper_mode=args.gripper_mode,
+        absolute_mode=bool(args.absolute_mode), gripper_mode=args.gripper_mode, renderer=args.renderer,
         max_episode_steps=args.max_episode_steps, backend_options=args.backend_options,
         copy_obs=bool(args.copy_obs), seed=args.seed, max_chunk=args.action_chunk,
+        envs_per_worker=args.envs_per_worker, spare_envs=args.spare_envs, eager_reset=bool(args.eager_reset),
         cpu_affinity=args.cpu_affinity, record=record, on_worker_ready=on_worker_ready,
     )
 
@@ -293,6 +315,8 @@ def bench_rank(args: argparse.Namespace, info: RankInfo, dist) -> dict[str, Any]
                 "rank": info.rank, "backend": env.env_config.backend, "num_envs": num_envs, "min_envs": min_envs,
                 "env_steps": int(stats["steps"]), "elapsed_s": elapsed, "sps": stats["steps"] / elapsed,
                 "startup_s": env.start_time_s, "resets": int(stats["resets"]), "invalid_actions": errors,
+                "workers": len(env.worker_pids),
+                "gl_renderers": sorted({f["gl_renderer"] for f in env.worker_facts if f.get("gl_renderer")}),
                 "restarts": int(stats["restarts"]), **usage, **memory(env),
             }
             steps = max(stats["steps"], 1.0)
@@ -316,7 +340,8 @@ def combine(args: argparse.Namespace, ranks: list[dict[str, Any]]) -> dict[str, 
         "env_steps": env_steps, "elapsed_s": max(r["elapsed_s"] for r in ranks),
         "sps": sum(r["sps"] for r in ranks), "startup_s": max(r["startup_s"] for r in ranks),
     }
-    for key in ("resets", "invalid_actions", "restarts", "cpu_main_cores", "cpu_workers_cores"):
+    result["gl_renderers"] = sorted({name for r in ranks for name in r["gl_renderers"]})
+    for key in ("resets", "invalid_actions", "restarts", "workers", "cpu_main_cores", "cpu_workers_cores"):
         result[key] = sum(r[key] for r in ranks)
     for key in ("exec_ms", "write_ms", "ipc_ms", "reset_ms"):  # weighted by each rank's steps
         result[key] = sum(r[key] * r["env_steps"] for r in ranks) / max(env_steps, 1)
@@ -349,6 +374,9 @@ def print_summary(result: dict[str, Any]) -> None:
         share = 100 * r[f"{part}_ms"] / worker_ms if worker_ms else 0.0
         table.add_row(f"  {label} per env-step", f"{r[f'{part}_ms']:.3f} ms ({share:.0f}%)")
     table.add_row("startup (all workers ready)", f"{r['startup_s']:.2f} s")
+    table.add_row("worker processes", str(r["workers"]))
+    if r["gl_renderers"]:
+        table.add_row("GL renderer (workers' X displays)", ", ".join(r["gl_renderers"]))
     table.add_row("RSS main process", f"{r['rss_main_mb']:.0f} MB")
     table.add_row("RSS per worker (mean / max)", f"{r['rss_worker_mb_mean']:.0f} / {r['rss_worker_mb_max']:.0f} MB")
     table.add_row("shared memory block", f"{r['shm_mb']:.1f} MB" + (" per rank" if r["world_size"] > 1 else ""))

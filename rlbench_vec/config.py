@@ -211,8 +211,10 @@ class VectorConfig:
         max_restarts_total: beyond these a crash loop raises RestartBudgetExceeded.
     recycle_after_episodes / max_worker_rss_mb: replace a worker between episodes once its envs
         ran that many episodes each, or its memory passed that many MB (simulators that leak).
-    display: None picks per backend (own Xvfb per worker when the simulator needs X); "shared" uses
-        the existing $DISPLAY; a string like ":0.1" or a list (one per worker) pins displays.
+    display: None picks per backend (own Xvfb per worker when the simulator needs X, rendering on an
+        NVIDIA GPU where the worker's self-test gets one, else on the CPU); "xvfb-gpu" insists on the
+        GPU, "xvfb-cpu" on Mesa; "shared" uses the existing $DISPLAY; a string like ":0.1" or a list
+        (one per worker) pins displays (rlbench_vec/display.py).
     cpu_affinity: pin each worker to one core of this local rank's share of the cores.
     record: per-env video (True for the defaults, or a VideoConfig).
     as_torch / device: return torch tensors; device="cuda" delivers them on the GPU (rlbench_vec.tensors).

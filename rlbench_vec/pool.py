@@ -36,25 +36,31 @@ from .protocol import (
     CLOSE,
     COMMAND_NAMES,
     ENTRY,
+    ENV,
     EPISODE_OVER,
     ERROR,
+    EXEC_S,
     FAILED,
+    FLAGS,
     HAS_PAYLOAD,
     HOLD,
     NOTICE,
     RESET,
+    RESET_S,
     RESTARTED,
     RESULT,
+    SLOT,
     SPARE,
     START,
     STEP,
+    WRITE_S,
     dumps,
     reply_reader,
     send_command,
 )
 from .results import Batch
 from .shm import SHM_DIR, SharedBuffers, segment_name
-from .worker import EXECUTED, WorkerSpec, worker_main
+from .worker import WorkerSpec, worker_main
 
 log = logging.getLogger("rlbench_vec")
 IDLE, RUNNING, DONE = 0, 1, 2
@@ -62,6 +68,7 @@ CLOSE_TIMEOUT_S = 10.0
 FLIP_RETRY_S = 0.0002
 RSS_CHECK_S = 5.0
 ACCOUNTS = ("exec_s", "write_s", "reset_s", "ipc_s", "steps", "resets", "restarts", "recycles", "errors")
+A_EXEC, A_WRITE, A_RESET, A_IPC, A_STEPS, A_RESETS, A_RESTARTS, A_RECYCLES, A_ERRORS = range(len(ACCOUNTS))
 BOOTSTRAP_HINT = (
     "Workers are spawned processes: each imports your main script. Your script creates the vector env at "
     "import time, so every worker tried to create its own. Put that code under `if __name__ == \"__main__\":`."
@@ -213,6 +220,7 @@ class Pool:
             self._add_worker(range(first, min(total, first + envs_per_worker)), cpus)
         self.inst_env[:n] = np.arange(n)
         self.env_inst = np.arange(n)
+        self._full_entries: dict[WorkerHandle, np.ndarray] | None = None
         self.spares = collections.deque(range(n, total))
         self.phase = np.zeros(n, np.int8)
         self.command = np.zeros(n, np.int8)
@@ -226,7 +234,7 @@ class Pool:
         self.page_done = [np.zeros(n, bool), np.zeros(n, bool)]
         self.draining: int | None = None  # a closed page whose last claimed slots are still coming
         self.last_options: list[dict | None] = [None] * n
-        self.accounts = {name: np.zeros(n) for name in ACCOUNTS}
+        self.accounts = [[0.0] * len(ACCOUNTS) for _ in range(n)]  # per env; Python floats on the reply path
         self.restarts_total = 0
         self.episodes_total = 0
         self.closed = False
@@ -260,7 +268,7 @@ class Pool:
             handle.start(self.vc.start_timeout_s)
         ready = 0
         while ready < len(self.workers):
-            for handle in self.pump(None):
+            for _ in self.pump(None):
                 ready += 1
                 if on_ready is not None:
                     on_ready(ready, len(self.workers))
@@ -280,6 +288,16 @@ class Pool:
 
     # ------------------------------------------------------------------ commands
     def _entries_by_worker(self, envs: np.ndarray, dest: np.ndarray) -> dict[WorkerHandle, np.ndarray]:
+        """Each worker's entries for these envs. A full batch's are kept until an env changes worker."""
+        full = len(envs) == self.num_envs and dest is envs
+        if full and self._full_entries is not None:
+            return self._full_entries
+        groups = self._group_entries(envs, dest)
+        if full:
+            self._full_entries = groups
+        return groups
+
+    def _group_entries(self, envs: np.ndarray, dest: np.ndarray) -> dict[WorkerHandle, np.ndarray]:
         instances = self.env_inst[envs]
         entries = np.zeros(len(envs), ENTRY)
         entries["instance"], entries["env"], entries["dest"] = self.inst_local[instances], envs, dest
@@ -290,19 +308,14 @@ class Pool:
         return {self.inst_worker[int(instances[order[start]])]: part
                 for start, part in zip(np.concatenate([[0], cuts]).tolist(), np.split(entries, cuts))}
 
-    def _reset_budget(self, handle: WorkerHandle) -> int:
-        """Resets a worker may run before it answers: its envs whose episode is over, and spares."""
-        envs = self.inst_env[handle.instances]
-        return int(np.count_nonzero(envs < 0) + np.count_nonzero(self.over[envs[envs >= 0]]))
-
     def step(self, envs: np.ndarray, k: int, ordered: bool) -> None:
         """Start k actions (already in the actions buffer) for these envs. ordered: each env's result
         goes to its own slot (a full batch); else to the next free slot (a partial batch)."""
         page = self.buffers.filling
         dest = envs if ordered else np.full(len(envs), CLAIM)
         for handle, entries in self._entries_by_worker(envs, dest).items():
-            budget = self.vc.step_timeout_s * k * len(entries) + self.vc.reset_timeout_s * self._reset_budget(handle)
-            handle.send(STEP, entries, budget, page, k)
+            handle.send(STEP, entries, self.vc.step_timeout_s * k * len(entries)
+                        + self.vc.reset_timeout_s * self._resets_before_answer(handle), page, k)
         self._mark(envs, STEP, k)
 
     def reset(self, envs: np.ndarray, seeds: list, options: list, kinds: list) -> None:
@@ -321,6 +334,12 @@ class Pool:
         for handle, entries in self._entries_by_worker(envs, np.full(len(envs), HOLD)).items():
             handle.send(CALL, entries, timeout_s * len(entries), payload=payload)
         self._mark(envs, CALL, 0)
+
+    def _resets_before_answer(self, handle: WorkerHandle) -> int:
+        """Resets a worker may run before it answers a step: one per env of it whose episode is over
+        (reset now or ahead) and per spare it holds (reset ahead after an episode ended)."""
+        served = self.inst_env[handle.instances]
+        return int(np.count_nonzero(served < 0) + np.count_nonzero(self.over[served[served >= 0]]))
 
     def _mark(self, envs: np.ndarray, command: int, k: int) -> None:
         self.phase[envs], self.command[envs], self.width[envs] = RUNNING, command, k
@@ -376,7 +395,6 @@ class Pool:
                 handle.ready, handle.ran, handle.facts = True, True, payload
                 os.unlink(handle.boot_log)
                 started.append(handle)
-                self._after_start(handle)
             elif status == FAILED:
                 self._restart(handle, f"the worker failed: {payload[0]}\n{payload[1]}")
                 return started
@@ -394,45 +412,46 @@ class Pool:
         return handle.process.exitcode
 
     def _settle(self, handle: WorkerHandle, pending: Pending, records: np.ndarray, payload: dict | None) -> None:
-        """Take in one reply: each answered env becomes DONE, with its result's place and reports."""
+        """Take in one reply: each answered env becomes DONE, with its result's place and reports.
+        A plain loop over the records: a reply answers a few envs, and numpy's per-call cost on
+        arrays this small is larger than the work."""
         round_trip = time.monotonic() - pending.sent_at
-        if pending.command == RESET and (records["flags"][records["slot"] < 0] & ERROR).any():
-            self._restart(handle, "reset after restart failed: " + self._first_error(records, payload))
+        rows = records.tolist()  # (env, slot, page, flags, executed, exec_s, write_s, reset_s)
+        if pending.command == RESET and any(row[SLOT] < 0 and int(row[FLAGS]) & ERROR for row in rows):
+            self._restart(handle, "reset after restart failed: " + self._first_error(rows, payload))
             return
-        delivered = records if pending.command == CALL else records[records["slot"] >= 0]
-        if pending.restart:
-            delivered["flags"] |= RESTARTED
-        envs = delivered["env"].astype(np.int64)
-        self.phase[envs], self.flags[envs] = DONE, delivered["flags"]
-        if pending.command != CALL:
-            self.over[envs] = (delivered["flags"] & EPISODE_OVER) != 0
-            for p in (0, 1):
-                on = delivered["page"] == p
-                if on.any():
-                    self.replied[p] += int(on.sum())
-                    self.page_done[p][delivered["slot"][on]] = True
-                    executed = self.buffers.arrays[f"page{p}/outcome"][delivered["slot"][on], EXECUTED, :]
-                    counted = np.arange(executed.shape[1]) < self.width[envs[on], None]
-                    self.accounts["steps"][envs[on]] += (executed * counted).sum(axis=1) * (self.command[envs[on]] == STEP)
-        if payload:
-            for env in envs[(delivered["flags"] & HAS_PAYLOAD) != 0].tolist():
+        ipc = max(0.0, round_trip - sum(row[EXEC_S] + row[WRITE_S] + row[RESET_S] for row in rows)) / max(1, len(rows))
+        answers_step, delivers = pending.command == STEP, pending.command != CALL
+        for env, slot, page, flags, executed, exec_s, write_s, reset_s in rows:
+            env, slot, page, flags = int(env), int(slot), int(page), int(flags)
+            if env < 0:
+                continue  # a spare's reset belongs to no env
+            account = self.accounts[env]
+            account[A_EXEC] += exec_s
+            account[A_WRITE] += write_s
+            account[A_RESET] += reset_s
+            account[A_IPC] += ipc
+            account[A_RESETS] += reset_s > 0
+            account[A_ERRORS] += bool(flags & ERROR)
+            if delivers and slot < 0:
+                continue  # reset after a restart, reported with the env's next command
+            if pending.restart:
+                flags |= RESTARTED
+            self.phase[env], self.flags[env] = DONE, flags
+            if delivers:
+                self.over[env] = bool(flags & EPISODE_OVER)
+                self.replied[page] += 1
+                self.page_done[page][slot] = True
+                if answers_step:
+                    account[A_STEPS] += executed
+            if flags & HAS_PAYLOAD:
                 self.extra[env] = payload[env]
-        self._account(records, round_trip)
-
-    def _account(self, records: np.ndarray, round_trip: float) -> None:
-        envs = records["env"].astype(np.int64)
-        a = self.accounts
-        for name in ("exec_s", "write_s", "reset_s"):
-            np.add.at(a[name], envs, records[name])
-        worker_time = float(records["exec_s"].sum() + records["write_s"].sum() + records["reset_s"].sum())
-        np.add.at(a["ipc_s"], envs, max(0.0, round_trip - worker_time) / max(1, len(envs)))
-        np.add.at(a["resets"], envs, records["reset_s"] > 0)
-        np.add.at(a["errors"], envs, (records["flags"] & ERROR) != 0)
 
     @staticmethod
-    def _first_error(records: np.ndarray, payload: dict | None) -> str:
-        for env in records["env"][(records["flags"] & ERROR) != 0].tolist():
-            return (payload or {}).get(env, {}).get("error", ("unknown error",))[0]
+    def _first_error(rows: list, payload: dict | None) -> str:
+        for row in rows:
+            if int(row[FLAGS]) & ERROR:
+                return (payload or {}).get(int(row[ENV]), {}).get("error", ("unknown error",))[0]
         return "unknown error"
 
     # ------------------------------------------------------------------ restarts
@@ -446,9 +465,10 @@ class Pool:
         self.restarts_total += 1
         envs = self.inst_env[handle.instances]
         mine = envs[envs >= 0]
-        self.accounts["restarts"][mine] += 1
+        for env in mine.tolist():
+            self.accounts[env][A_RESTARTS] += 1
         vc = self.vc
-        worst = int(self.accounts["restarts"][mine].max(initial=0))
+        worst = int(max((self.accounts[env][A_RESTARTS] for env in mine.tolist()), default=0))
         if worst > vc.max_restarts_per_env or self.restarts_total > vc.max_restarts_total:
             self.close()
             raise RestartBudgetExceeded(
@@ -461,6 +481,7 @@ class Pool:
                     reason, handle.restarts)
         self._plan_restart(handle, in_flight, reason)
         handle.start(vc.start_timeout_s)
+        self._send_plan(handle)
 
     def _plan_restart(self, handle: WorkerHandle, in_flight: list[Pending], reason: str) -> None:
         """After the new process starts, every instance is reset: envs in flight get their answer now
@@ -497,13 +518,9 @@ class Pool:
                 return int(hole[0])
         return CLAIM
 
-    def _after_start(self, handle: WorkerHandle) -> None:
-        """A (re)started worker is ready: reset its instances as planned."""
-        if not handle.plan:
-            if handle.takes_over is not None:  # a replacement from recycling: every instance a spare
-                handle.plan = {local: (-1, HOLD, SPARE, None) for local in range(len(handle.instances))}
-            else:
-                return
+    def _send_plan(self, handle: WorkerHandle) -> None:
+        """Queue the reset of a (re)started worker's instances, as planned, right behind its start: the
+        worker reads it before any command sent to it later."""
         plan, handle.plan = handle.plan, {}
         locals_ = sorted(plan)
         entries = np.zeros(len(locals_), ENTRY)
@@ -575,9 +592,11 @@ class Pool:
         return self._batch(page, rows, envs)
 
     def _batch(self, page: int, rows: int, envs: np.ndarray) -> Batch:
-        infos: list[dict | None] = []
+        flags = self.flags[envs]
+        infos: list[dict | None] = [None] * rows
         errors = []
-        for env in envs.tolist():
+        reported = np.flatnonzero(flags & (HAS_PAYLOAD | RESTARTED | AUTORESET))  # the rest have no info
+        for row, env in zip(reported.tolist(), envs[reported].tolist()):
             extra = self.extra.pop(env, None) or {}
             info = extra.get("info")
             if self.flags[env] & RESTARTED:
@@ -588,9 +607,9 @@ class Pool:
             if "error" in extra:
                 message, trace = extra["error"]
                 errors.append(WorkerError(env, message, trace))
-            infos.append(info)
-        widths = np.where((self.flags[envs] & ERROR) != 0, 0, self.width[envs])
-        batch = Batch(page, rows, envs, widths, self.flags[envs].copy(), infos, errors)
+            infos[row] = info
+        widths = np.where((flags & ERROR) != 0, 0, self.width[envs])
+        batch = Batch(page, rows, envs, widths, flags, infos, errors)
         self.phase[envs] = IDLE
         if self.vc.autoreset_mode == "next_step":
             self._after_episodes(np.sort(envs[self.over[envs]]))
@@ -624,6 +643,7 @@ class Pool:
     def _after_episodes(self, ended: np.ndarray) -> None:
         """Envs whose episode ended (in env order, so runs with one seed stay alike): move each to a
         spare instance, or to its recycled worker's replacement; count episodes per worker."""
+        freed = []  # spares again once reset: queued after this batch, so no env gets one still resetting
         for env in ended.tolist():
             instance = int(self.env_inst[env])
             handle = self.inst_worker[instance]
@@ -633,14 +653,16 @@ class Pool:
             if target is None and self.spares:
                 target = self.spares.popleft()
                 if not handle.retiring:  # a retiring worker's instances serve no one again
-                    self.spares.append(instance)
+                    freed.append(instance)
             elif target is not None:
                 self.recycled.add(env)
-                self.accounts["recycles"][env] += 1
+                self.accounts[env][A_RECYCLES] += 1
             if target is not None:
                 self.inst_env[instance], self.inst_env[target], self.env_inst[env] = -1, env, target
+                self._full_entries = None
             if not handle.retiring:
                 self._check_recycle(handle)
+        self.spares.extend(freed)
         for handle in [h for h in self.workers if h.retiring and not (self.inst_env[h.instances] >= 0).any()]:
             self._retire(handle)
 
@@ -653,7 +675,8 @@ class Pool:
 
     def _check_recycle(self, handle: WorkerHandle) -> None:
         vc = self.vc
-        due = vc.recycle_after_episodes is not None and handle.episodes >= vc.recycle_after_episodes * len(handle.instances)
+        episodes = vc.recycle_after_episodes
+        due = episodes is not None and handle.episodes >= episodes * len(handle.instances)
         now = time.monotonic()
         if not due and vc.max_worker_rss_mb is not None and now - handle.rss_checked > RSS_CHECK_S:
             import psutil
@@ -674,7 +697,9 @@ class Pool:
         handle.retiring, handle.replacement, new.takes_over = True, new, handle
         log.info("recycling worker %d (%d episodes): starting worker %d", handle.spec.worker_index, handle.episodes,
                  new.spec.worker_index)
+        new.plan = {local: (-1, HOLD, SPARE, None) for local in range(len(new.instances))}
         new.start(self.vc.start_timeout_s)
+        self._send_plan(new)
 
     def _spares_ready(self, handle: WorkerHandle) -> None:
         """A recycling replacement has reset its instances: they replace the retiring worker's spares,
@@ -728,6 +753,10 @@ class Pool:
             self._forget_display(handle)
         for path in glob.glob(glob.escape(self.boot_prefix) + "*"):
             os.unlink(path)
+
+    def totals(self) -> dict[str, np.ndarray]:
+        """Per-env accounts as arrays, one per name of ACCOUNTS."""
+        return dict(zip(ACCOUNTS, np.array(self.accounts, dtype=float).T))
 
     @property
     def worker_pids(self) -> list[int]:

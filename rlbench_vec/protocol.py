@@ -29,10 +29,12 @@ ENTRY = np.dtype([("instance", "<i4"), ("env", "<i4"), ("dest", "<i4")])
 CLAIM = -1  # dest: the next free slot of the filling page, taken when the result is ready
 HOLD = -2  # dest: nothing is written (a reset whose result is reported with the env's next command)
 
-# A record answers one entry: the page slot holding the env's result, what happened, and the
-# worker's seconds for that env (backend steps, observation writes, resets).
-RECORD = np.dtype([("env", "<i4"), ("slot", "<i4"), ("page", "u1"), ("flags", "u1"), ("pad", "<u2"),
-                   ("exec_s", "<f4"), ("write_s", "<f4"), ("reset_s", "<f4")])
+# A record answers one entry: the page slot holding the env's result (-1: none), what happened, how
+# many actions ran, and the worker's seconds for that env. One float64 row each: a reply's records are
+# one array, built and read with a handful of numpy calls whatever the group's size.
+RECORD_FIELDS = ("env", "slot", "page", "flags", "executed", "exec_s", "write_s", "reset_s")
+ENV, SLOT, PAGE, FLAGS, EXECUTED_ACTIONS, EXEC_S, WRITE_S, RESET_S = range(len(RECORD_FIELDS))
+RECORD = np.dtype((np.float64, (len(RECORD_FIELDS),)))
 
 # Record flags. EPISODE_OVER is the worker's word on whether the env's episode ended: nobody
 # re-derives it from rewards or flags.

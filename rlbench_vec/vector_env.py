@@ -33,7 +33,7 @@ from . import shm
 from .backends import backend_class
 from .backends.base import Backend, Demo
 from .config import EnvConfig, VectorConfig, integer, split_options
-from .display import check_display
+from .display import check_display, sweep_stale_displays
 from .distributed import rank_seed
 from .errors import ActionError, ClosedError, ConfigError, ResetNeeded, WorkerError
 from .pool import IDLE, Pool
@@ -174,6 +174,7 @@ class RLBenchVectorEnv(VectorEnv):
         plan = buffer_plan(layout, n, vc.max_chunk, vc.chunk_obs == "all", self._action_size)
         check_resources(plan, workers)
         shm.sweep_stale_segments()
+        sweep_stale_displays()
 
         self._resources = _Resources()
         self._finalizer = weakref.finalize(self, self._resources.release)
@@ -513,7 +514,7 @@ class RLBenchVectorEnv(VectorEnv):
 
     # ------------------------------------------------------------------ stats, info
     def _stats_now(self) -> dict[str, np.ndarray]:
-        return {key: value.copy() for key, value in self._pool.accounts.items()}
+        return self._pool.totals()
 
     def stats(self) -> dict[str, np.ndarray]:
         """Per-env totals since start or reset_stats(): exec_s (backend steps), write_s (observation

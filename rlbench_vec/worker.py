@@ -34,7 +34,7 @@ from .protocol import (
     NOTICE,
     OBSERVE,
     OK,
-    RECORD,
+    RECORD_FIELDS,
     RESET,
     RESTARTED,
     RESULT,
@@ -47,7 +47,7 @@ from .shm import SharedBuffers
 
 REWARD, TERMINATED, TRUNCATED, EXECUTED = range(4)  # rows of a slot's `outcome` block (4, max_chunk)
 EXEC, WRITE, RESET_TIME = range(3)  # columns of the per-instance seconds not yet reported
-NO_RECORDS = np.zeros(0, RECORD)
+NO_RECORDS = np.zeros((0, len(RECORD_FIELDS)))
 
 
 @dataclass(frozen=True)
@@ -74,9 +74,10 @@ class Delivery:
     """What one command delivers for m entries: flags and outcomes per entry, and payload pieces
     (info, error, final observation) for the entries that have any."""
 
-    def __init__(self, m: int, k: int):
+    def __init__(self, m: int, width: int):
         self.flags = np.zeros(m, np.uint8)
-        self.outcome = np.zeros((m, 4, max(k, 1)))
+        self.outcome = np.zeros((m, 4, width))  # a slot's whole block: columns past k are written as zeros
+        self.no_observation = np.zeros(m, bool)  # its reset failed: nothing to observe
         self.extra: dict[int, dict[str, Any]] = {}
 
     def info(self, position: int) -> dict[str, Any]:
@@ -148,6 +149,7 @@ class Runner:
         if isinstance(info, tuple):
             delivery.error(position, info)
             delivery.flags[position] |= EPISODE_OVER
+            delivery.no_observation[position] = True
             self.over[i] = True
         else:
             self.over[i] = False
@@ -159,21 +161,25 @@ class Runner:
         local, envs = entries["instance"], entries["env"]
         self.env[local] = envs
         m = len(local)
-        d = Delivery(m, k)
-        notice = self.notice[local]
-        autoreset = self.over[local] & ~notice
-        for position in np.flatnonzero(notice).tolist():
-            self._notify(d, position, int(local[position]))
-        for position in np.flatnonzero(autoreset).tolist():
-            i = int(local[position])
-            if not self.ready[i]:
-                self._reset(local[position:position + 1], [None], [None])
-            d.flags[position] |= AUTORESET
-            d.info(position)["autoreset"] = True
-            self._take_reset(d, position, i)
+        d = Delivery(m, self.spec.max_chunk)
+        special = self.notice[local] | self.over[local]
+        if special.any():
+            for position in np.flatnonzero(special).tolist():
+                i = int(local[position])
+                if self.notice[i]:
+                    self._notify(d, position, i)
+                    continue
+                if not self.ready[i]:
+                    self._reset(local[position:position + 1], [None], [None])
+                d.flags[position] |= AUTORESET
+                d.info(position)["autoreset"] = True
+                self._take_reset(d, position, i)
+            running = np.flatnonzero(~special)
+        else:
+            running = np.arange(m)
         every = self.chunk_views is not None  # sub-step observations need their slots at once
         slots, pages = self._slots(page, entries, every)
-        self._run(d, local, envs, k, np.flatnonzero(~(notice | autoreset)), slots if every else None, pages)
+        self._run(d, local, envs, k, running, slots if every else None, pages)
         if not every:
             slots, pages = self._slots(page, entries, True)
         return self._deliver(d, entries, slots, pages, k)
@@ -208,20 +214,18 @@ class Runner:
             self.elapsed[i] += 1
             terminated = result.terminated.astype(bool)
             truncated = (self.elapsed[i] >= self.max_steps) & ~terminated
+            ended = terminated | truncated
             for j, error in result.errors.items():
                 d.error(int(active[j]), error)
-                terminated[j] = False  # not the task's termination: the episode is simply over
-            block = d.outcome[active, :, t]
-            block[:, REWARD], block[:, TERMINATED], block[:, TRUNCATED], block[:, EXECUTED] = (
-                result.reward, terminated, truncated, 1.0)
-            d.outcome[active, :, t] = block
+                terminated[j], ended[j] = False, True  # not the task's termination: the episode is simply over
+            d.outcome[active, :, t] = np.stack([result.reward, terminated, truncated, np.ones(len(i))], axis=1)
             for j, info in result.infos.items():
                 d.info(int(active[j])).update(info)
             self._capture(i)
-            if slots is not None and pages is not None:
-                for j, error in self._observe(i, slots[active], pages[active], t).items():
+            if slots is not None:
+                for j, error in self._observe(i, slots[active], pages if np.isscalar(pages) else pages[active],
+                                              t).items():
                     d.error(int(active[j]), error)
-            ended = terminated | truncated | np.isin(np.arange(len(i)), list(result.errors))
             if ended.any():
                 self._end(d, active[ended], local[active[ended]])
             active = active[~ended]
@@ -242,65 +246,67 @@ class Runner:
             self._take_reset(d, position, i)
             d.info(position).update(final_obs=final[j], final_info=final_info)
 
-    def _slots(self, page: int, entries: np.ndarray, claim: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """Each entry's (slot, page): its fixed destination, or a claimed slot of the filling page.
-        (None, None) while claims are deferred and some entry needs one."""
+    def _slots(self, page: int, entries: np.ndarray, claim: bool) -> tuple[np.ndarray | None, Any]:
+        """Each entry's slot and page: its fixed destination, or a claimed slot of the filling page.
+        The page is one int when every entry's is the same (the usual case), else an array. (None,
+        page) while claims are deferred and some entry needs one."""
         dest = entries["dest"]
         claims = np.flatnonzero(dest == CLAIM)
-        if len(claims) and not claim:
-            return None, None
-        slots = dest.astype(np.int64)
-        pages = np.full(len(dest), page, np.int64)
-        if len(claims):
-            pages[claims], first = self.buffers.claim(entries["env"][claims])
-            slots[claims] = first + np.arange(len(claims))
+        if not len(claims):
+            return dest, page
+        if not claim:
+            return None, page
+        claimed_page, first = self.buffers.claim(entries["env"][claims])
+        slots = dest.copy()
+        slots[claims] = first + np.arange(len(claims))
+        if len(claims) == len(dest) or claimed_page == page:
+            return slots, claimed_page
+        pages = np.full(len(dest), page)
+        pages[claims] = claimed_page
         return slots, pages
 
-    def _observe(self, local: np.ndarray, slots: np.ndarray, pages: np.ndarray,
+    @staticmethod
+    def _by_page(pages: Any, wanted: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """The positions in `wanted` (indices) grouped by their page."""
+        if np.isscalar(pages):
+            return [(int(pages), wanted)] if len(wanted) else []
+        return [(p, wanted[pages[wanted] == p]) for p in (0, 1) if (pages[wanted] == p).any()]
+
+    def _observe(self, local: np.ndarray, slots: np.ndarray, pages: Any,
                  t: int | None = None) -> dict[int, tuple[str, str]]:
         """Observations into their slots: the result's, or (t) a chunk's sub-step t. Returns the
         failures by position."""
         start = time.perf_counter()
         errors = {}
-        for p in (0, 1):
-            on = np.flatnonzero(pages == p)
-            if len(on):
-                views = self.pages[p]["obs"] if t is None or self.chunk_views is None else self.chunk_views[p][t]
-                errors.update({int(on[j]): e for j, e in self.group.observe(local[on], views, slots[on]).items()})
+        for p, on in self._by_page(pages, np.arange(len(local))):
+            views = self.pages[p]["obs"] if t is None or self.chunk_views is None else self.chunk_views[p][t]
+            errors.update({int(on[j]): e for j, e in self.group.observe(local[on], views, slots[on]).items()})
         self.seconds[local, WRITE] += (time.perf_counter() - start) / max(1, len(local))
         return errors
 
-    def _deliver(self, d: Delivery, entries: np.ndarray, slots: np.ndarray | None, pages: np.ndarray | None,
+    def _deliver(self, d: Delivery, entries: np.ndarray, slots: np.ndarray, pages: Any,
                  k: int) -> tuple[np.ndarray, dict | None]:
         """Write outcomes and observations of the entries with a destination; build the records."""
         local, envs = entries["instance"], entries["env"]
         delivered = entries["dest"] != HOLD
-        if slots is not None and pages is not None and delivered.any():
-            for p in (0, 1):
-                on = delivered & (pages == p)
-                if on.any():
-                    page = self.pages[p]
-                    page["env"][slots[on]] = envs[on]
-                    page["outcome"][slots[on]] = 0.0  # columns past k would be stale otherwise
-                    page["outcome"][slots[on], :, :k] = d.outcome[on, :, :k]
-            # an env whose reset failed has no observation to write: its slot is left alone
-            seen = np.flatnonzero(delivered & ~((d.flags & ERROR != 0) & (d.flags & EPISODE_OVER != 0)
-                                               & (d.outcome[:, EXECUTED].sum(axis=1) == 0)))
-            for j, error in self._observe(local[seen], slots[seen], pages[seen]).items():
+        wanted = np.arange(len(local)) if delivered.all() else np.flatnonzero(delivered)
+        for p, on in self._by_page(pages, wanted):
+            page = self.pages[p]
+            page["env"][slots[on]] = envs[on]
+            page["outcome"][slots[on]] = d.outcome[on]
+        # an env whose reset failed has no observation to write: its slot is left alone
+        seen = wanted[~d.no_observation[wanted]] if d.no_observation.any() else wanted
+        if len(seen):
+            for j, error in self._observe(local[seen], slots[seen], pages if np.isscalar(pages) else pages[seen]).items():
                 d.error(int(seen[j]), error)
                 d.flags[seen[j]] |= EPISODE_OVER
                 self.over[local[seen[j]]] = True
-        records = np.zeros(len(local), RECORD)
-        records["env"] = envs
-        records["slot"] = np.where(delivered, slots if slots is not None else -1, -1)
-        records["page"] = pages if pages is not None else 0
-        records["flags"] = d.flags
-        for column, name in ((EXEC, "exec_s"), (WRITE, "write_s"), (RESET_TIME, "reset_s")):
-            records[name] = self.seconds[local, column]
+        if d.extra:
+            d.flags[list(d.extra)] |= HAS_PAYLOAD
+        records = np.column_stack([envs, np.where(delivered, slots, -1), np.broadcast_to(pages, len(local)), d.flags,
+                                   d.outcome[:, EXECUTED].sum(axis=1), self.seconds[local]])
         self.seconds[local] = 0.0
-        payload = {int(envs[p]): extra for p, extra in d.extra.items() if extra}
-        records["flags"][list(d.extra)] |= HAS_PAYLOAD
-        return records, payload or None
+        return records, {int(envs[p]): extra for p, extra in d.extra.items()} or None
 
     def reset(self, page: int, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None]:
         """payload: (seeds, options, kinds), one each per entry (see protocol's reset kinds)."""
@@ -312,9 +318,10 @@ class Runner:
         done_ahead = self.ready[local] & np.array([s is None and not o for s, o in zip(seeds, options)], bool)
         again = np.flatnonzero((kinds != OBSERVE) & ~(done_ahead & (kinds == RESULT)))
         self._reset(local[again], [seeds[j] for j in again], [options[j] for j in again])
-        d = Delivery(len(local), 1)
+        d = Delivery(len(local), self.spec.max_chunk)
         for position, (i, kind) in enumerate(zip(local.tolist(), kinds.tolist())):
-            if kind == OBSERVE:
+            if kind == OBSERVE:  # the episode goes on as it was
+                d.flags[position] |= EPISODE_OVER if self.over[i] else 0
                 continue
             if kind == NOTICE:
                 self._notify(d, position, i)
@@ -333,18 +340,17 @@ class Runner:
     def call(self, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None]:
         name, args, kwargs, ends_episode = payload
         results: dict[int, Any] = {}
-        records = np.zeros(len(entries), RECORD)
-        records["env"], records["slot"] = entries["env"], -1
+        flags = np.full(len(entries), HAS_PAYLOAD, np.uint8)
         for position, (i, env) in enumerate(zip(entries["instance"].tolist(), entries["env"].tolist())):
             try:
                 results[env] = {"result": self.group.call(i, name, args, kwargs)}
             except Exception as error:
                 results[env] = {"error": failure(error)}
-                records["flags"][position] |= ERROR
+                flags[position] |= ERROR
             if ends_episode:  # the env resets at its next command (or ahead of it)
                 self.over[i], self.ready[i] = True, False
-        records["flags"] |= HAS_PAYLOAD
-        return records, results
+        zeros = np.zeros(len(entries))
+        return np.column_stack([entries["env"], zeros - 1, zeros, flags, zeros, zeros, zeros, zeros]), results
 
     # ------------------------------------------------------------------ video
     def _recorder(self, i: int):
@@ -428,9 +434,8 @@ def worker_main(spec: WorkerSpec, conn) -> None:
         if backend_type.needs_display(spec.config) or spec.display is not None:
             from .display import open_display
 
+            # exports DISPLAY, XAUTHORITY and the GLX vendor library for the simulator about to load
             display = open_display(spec.display, backend_type.needs_display(spec.config), spec.worker_index)
-            if display is not None:
-                os.environ["DISPLAY"] = display.name
         buffers = SharedBuffers.attach(spec.shm_name, spec.fields)
         group = backend_type.make_group(spec.config, spec.instances)
         runner = Runner(group, buffers, spec)

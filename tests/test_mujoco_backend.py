@@ -268,10 +268,15 @@ def test_depth_and_point_cloud_agree_with_the_table_plane(backend_for, depth_in_
         on_table = obs[f"{camera}_mask"] == table
         assert on_table.mean() > 0.2, camera
         cloud = obs[f"{camera}_point_cloud"][on_table]
-        np.testing.assert_allclose(cloud[:, 2], TABLE_TOP_Z, atol=0.005)
         camera_pos = backend.sim.data.cam_xpos[backend.sim.model.cam(camera).id]
-        axis = -backend.sim.data.cam_xmat[backend.sim.model.cam(camera).id].reshape(3, 3)[:, 2]
+        rotation = backend.sim.data.cam_xmat[backend.sim.model.cam(camera).id].reshape(3, 3)
+        axis = -rotation[:, 2]
         metric = (cloud - camera_pos) @ axis  # distance along the optical axis
+        # PyRep puts pixel (u, v) at integer coordinates, half a pixel (right and up in the camera frame)
+        # from the centre where the depth was rendered: the point moves off the plane by that much
+        focal = (40 / 2) / np.tan(np.deg2rad(backend.sim.model.cam(camera).fovy[0]) / 2)
+        shift = metric * (rotation[2, 0] * -0.5 + rotation[2, 1] * 0.5) / focal
+        np.testing.assert_allclose(cloud[:, 2], TABLE_TOP_Z + shift, atol=0.005)
         depth = obs[f"{camera}_depth"][on_table]
         expected = metric if depth_in_meters else (metric - CAMERA_NEAR) / (CAMERA_FAR - CAMERA_NEAR)
         np.testing.assert_allclose(depth, expected, rtol=1e-4, atol=1e-4)

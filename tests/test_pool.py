@@ -8,6 +8,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -229,3 +230,148 @@ def test_close_does_not_wait_for_a_step_in_flight(make_env):
     env.close()
     assert time.monotonic() - started < 30.0, "close() must not wait out a 60 s step"
 
+
+
+# ---------------------------------------------------------------- groups, fail-fast start, issue 17
+
+
+def test_a_crash_restarts_only_its_group_and_flags_each_of_its_envs(make_env):
+    env = make_env(num_envs=4, envs_per_worker=2, cameras=(), backend_options={"step_cost_s": 0.1})
+    env.reset(seed=0)
+    assert len(env.worker_pids) == 2 and env.worker_pid(0) == env.worker_pid(1) != env.worker_pid(2)
+    env.step(zeros(4))
+    env.step_async(zeros(4))
+    kill(env, 1)  # the worker of envs 0 and 1
+    obs, reward, terminated, truncated, info = env.step_wait()
+    assert truncated.tolist() == [True, True, False, False]
+    assert info["restarted"].tolist() == [True, True, False, False]
+    assert step_counts(obs) == [0, 0, 2, 2]
+    obs, *_ = env.step(zeros(4))
+    assert step_counts(obs) == [0, 0, 3, 3]  # the restarted envs' free autoreset, the others go on
+    assert env.stats()["restarts"].tolist() == [1, 1, 0, 0]
+
+
+NO_MAIN_GUARD = """
+import numpy as np
+from rlbench_vec import RLBenchVectorEnv
+
+env = RLBenchVectorEnv(num_envs=2, backend="synthetic", cameras=())  # no `if __name__ == "__main__":`
+env.reset(seed=0)
+"""
+
+
+def test_a_script_without_main_guard_fails_at_once_naming_the_fix(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(NO_MAIN_GUARD)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "WorkerStartError" in result.stderr and 'if __name__ == "__main__":' in result.stderr
+    assert "restarting" not in result.stderr, "a worker that never started is not restarted"
+
+
+def test_a_restart_during_a_call_is_reported_with_the_envs_next_step(make_env):
+    env = make_env(num_envs=2, envs_per_worker=1, cameras=(), step_timeout_s=1.0)
+    env.reset(seed=0)
+    env.step(zeros(2))
+    os.kill(env.worker_pid(1), signal.SIGSTOP)  # hung: the call misses its deadline
+    with pytest.raises(WorkerError, match="restarted during call"):
+        env.get_attr("steps")
+    obs, reward, terminated, truncated, info = env.step(zeros(2))
+    assert truncated.tolist() == [False, True] and info["restarted"].tolist() == [False, True]
+    assert "no reply to call" in info["restart_reason"][1]
+    assert step_counts(obs) == [2, 0]
+
+
+def test_a_restart_during_a_seeded_reset_reuses_that_seed(make_env):
+    env = make_env(num_envs=2, envs_per_worker=1, cameras=(), backend_options={"reset_cost_s": 0.3})
+    reference = make_env(num_envs=2, envs_per_worker=1, cameras=())
+    expected, _ = reference.reset(seed=11)
+    env.reset(seed=3)
+    victim = env.worker_pid(1)
+    killer = threading.Timer(0.1, os.kill, (victim, signal.SIGKILL))
+    killer.start()
+    obs, info = env.reset(seed=11)
+    killer.join()
+    assert info["restarted"].tolist() == [False, True]
+    np.testing.assert_array_equal(obs["joint_positions"], expected["joint_positions"])
+
+
+def test_ctrl_c_inside_step_leaves_the_env_usable(make_env):
+    env = make_env(num_envs=2, envs_per_worker=1, cameras=(), backend_options={"step_cost_s": 0.5})
+    env.reset(seed=0)
+    interrupt = threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT))
+    interrupt.start()
+    with pytest.raises(KeyboardInterrupt):
+        env.step(zeros(2))
+    interrupt.join()
+    env.set_attr("step_cost_s", 0.0)
+    obs, *_ = env.step(zeros(2))  # the interrupted step is finished and dropped first
+    assert step_counts(obs) == [2, 2]
+
+
+def test_a_dead_display_is_a_worker_fault_seen_while_stepping(make_env):
+    env = make_env(num_envs=2, envs_per_worker=1, cameras=(), backend_options={"needs_display": True})
+    env.reset(seed=0)
+    facts = env.worker_facts[0]
+    os.kill(facts["xvfb_pid"], signal.SIGKILL)
+    time.sleep(1.5)  # the worker's watchdog looks every 0.5 s
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        *_, truncated, info = env.step(zeros(2))
+        if truncated[0]:
+            break
+    assert info["restarted"][0] and "X display" in info["restart_reason"][0]
+    displays = {facts["display"]} | {f["display"] for f in env.worker_facts}
+    env.close()
+    left = [name for name in displays if os.path.exists(f"/tmp/.X11-unix/X{name.lstrip(':')}")]
+    assert not left, f"X sockets outlived their Xvfb: {left}"
+
+
+# ---------------------------------------------------------------- eager resets, spares, recycling
+
+
+@pytest.mark.parametrize("eager", [True, False])
+def test_an_ended_episode_is_reset_before_the_next_command_when_eager(make_env, eager):
+    env = make_env(num_envs=1, cameras=(), eager_reset=eager, backend_options={"episode_length": 2})
+    env.reset(seed=0)
+    env.step(zeros(1))
+    *_, terminated, _, _ = env.step(zeros(1))
+    assert terminated[0]
+    time.sleep(0.3)  # an idle worker resets ahead; a command waiting would go first
+    assert env.get_attr("steps") == ((0,) if eager else (2,))  # reset ahead, or left for the next step
+    obs, _, _, _, info = env.step(zeros(1))
+    assert info["autoreset"][0] and step_counts(obs) == [0]
+
+
+def test_a_spare_takes_over_an_env_whose_episode_ended(make_env):
+    env = make_env(num_envs=2, envs_per_worker=1, spare_envs=2, cameras=(), backend_options={"episode_length": 2})
+    assert len(env.worker_pids) == 4
+    env.reset(seed=0)
+    first = [env.worker_pid(i) for i in range(2)]
+    env.step(zeros(2))
+    *_, terminated, _, _ = env.step(zeros(2))
+    assert terminated.all()
+    assert not {env.worker_pid(i) for i in range(2)} & set(first), "both envs moved to the spares"
+    obs, _, _, _, info = env.step(zeros(2))
+    assert info["autoreset"].all() and step_counts(obs) == [0, 0]
+    obs, *_ = env.step(zeros(2))
+    assert step_counts(obs) == [1, 1]
+
+
+def test_recycled_workers_hand_their_envs_over_between_episodes(make_env):
+    env = make_env(num_envs=2, envs_per_worker=1, cameras=(), recycle_after_episodes=1,
+                   backend_options={"episode_length": 3, "step_cost_s": 0.02})
+    env.reset(seed=0)
+    old = set(env.worker_pids)
+    expected, recycled = [0, 0], [False, False]
+    for _ in range(120):
+        obs, _, terminated, _, info = env.step(zeros(2))
+        autoreset = info.get("autoreset", np.zeros(2, bool))
+        expected = [0 if a else e + 1 for e, a in zip(expected, autoreset)]
+        assert step_counts(obs) == expected, "no episode is cut short"
+        recycled = [r or bool(x) for r, x in zip(recycled, info.get("recycled", [False, False]))]
+        if all(recycled):
+            break
+    assert all(recycled)
+    assert not old & set(env.worker_pids), "the old workers are gone"
+    assert env.stats()["recycles"].tolist() == [1, 1] and env.stats()["restarts"].sum() == 0

@@ -302,3 +302,102 @@ def test_steps_count_executed_actions_only(make_env):
     env.step(zeros(1))
     env.reset(seed=0)
     assert env.stats()["steps"].tolist() == [1]
+
+
+# ---------------------------------------------------------------- autoreset modes
+
+
+def steps_of(obs) -> list[int]:
+    return obs["task_low_dim_state"][:, 0].astype(int).tolist()
+
+
+def test_same_step_autoreset_returns_the_new_episode_and_the_final_one_in_info(make_env):
+    from gymnasium.vector import AutoresetMode
+
+    env = make_env(num_envs=2, cameras=(), autoreset_mode="same_step", backend_options={"episode_length": 2})
+    assert env.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+    env.reset(seed=0)
+    env.step(zeros(2))
+    obs, reward, terminated, truncated, info = env.step(zeros(2))
+    assert terminated.all() and reward.tolist() == [1.0, 1.0]
+    assert steps_of(obs) == [0, 0], "the observation is the new episode's first"
+    assert info["_final_obs"].all() and [f["task_low_dim_state"][0] for f in info["final_obs"]] == [2, 2]
+    assert "descriptions" in info  # the reset's info, as gymnasium's same-step mode returns it
+    obs, *_, info = env.step(zeros(2))
+    assert steps_of(obs) == [1, 1] and "autoreset" not in info and "final_obs" not in info
+
+
+def test_disabled_autoreset_resets_only_the_masked_envs(make_env):
+    from rlbench_vec import ResetNeeded
+
+    env = make_env(num_envs=3, cameras=(), autoreset_mode="disabled", backend_options={"episode_length": 2})
+    env.reset(seed=0)
+    env.step(zeros(3))
+    env.step(zeros(3))
+    with pytest.raises(ResetNeeded, match="reset_mask"):
+        env.step(zeros(3))
+    obs, info = env.reset(options={"reset_mask": np.array([True, False, True])})
+    assert steps_of(obs) == [0, 2, 0], "unmasked envs keep their observation"
+    with pytest.raises(ResetNeeded, match=r"envs \[1\]"):
+        env.step(zeros(3))
+    env.reset(options={"reset_mask": np.array([False, True, False])})
+    obs, *_ = env.step(zeros(3))
+    assert steps_of(obs) == [1, 1, 1]
+    with pytest.raises(ConfigError, match="reset_mask"):
+        env.reset(options={"reset_mask": [1, 0, 1]})
+
+
+def test_reset_mask_needs_the_disabled_mode(make_env):
+    env = make_env(num_envs=2, cameras=())
+    with pytest.raises(ConfigError, match="autoreset_mode='disabled'"):
+        env.reset(options={"reset_mask": np.array([True, False])})
+
+
+def test_per_env_reset_options_reach_their_env(make_env):
+    env = make_env(num_envs=2, backend="mujoco", cameras=(), arm_mode="joint_velocity")
+    _, info = env.reset(seed=0, options={"env_options": [{"variation": 3}, {"variation": 5}]})
+    assert info["variation_index"].tolist() == [3, 5]
+    with pytest.raises(ConfigError, match="env_options"):
+        env.reset(options={"env_options": [{"variation": 3}]})
+
+
+# ---------------------------------------------------------------- partial batches
+
+
+def test_partial_batches_are_one_contiguous_block_of_views(make_env):
+    env = make_env(num_envs=4, envs_per_worker=1, cameras=("front",))
+    env.reset(seed=0)
+    env.send(zeros(4))
+    obs, _, _, _, info = env.recv(min_envs=4)
+    first = obs["front_rgb"]
+    assert first.base is not None and first.flags.c_contiguous, "a view of rows of a page, not a gathered copy"
+    assert sorted(info["env_id"].tolist()) == [0, 1, 2, 3]
+    env.send(zeros(2), env_ids=info["env_id"][:2])
+    obs, _, _, _, info2 = env.recv()
+    assert not np.shares_memory(obs["front_rgb"], first), "the next batch fills the other page"
+    np.testing.assert_array_equal(steps_of(obs), [2, 2])
+
+
+def test_partial_batches_with_copy_obs_are_copies(make_env):
+    env = make_env(num_envs=2, envs_per_worker=1, cameras=("front",), copy_obs=True)
+    env.reset(seed=0)
+    env.send(zeros(2))
+    obs, *_ = env.recv()
+    assert obs["front_rgb"].base is None or obs["front_rgb"].flags.owndata
+
+
+def test_float_env_ids_must_be_whole_numbers(make_env):
+    env = make_env(num_envs=2)
+    env.reset(seed=0)
+    with pytest.raises(ConfigError, match="integers"):
+        env.send(zeros(1), env_ids=[1.7])
+    env.send(zeros(1), env_ids=np.array([1.0]))
+    assert env.recv()[4]["env_id"].tolist() == [1]
+
+
+def test_stats_after_close_are_the_last_figures(make_env):
+    env = make_env(num_envs=2)
+    env.reset(seed=0)
+    env.step(zeros(2))
+    env.close()
+    assert env.stats()["steps"].tolist() == [1, 1]

@@ -83,6 +83,7 @@ class SyntheticBackend(Backend):
         self.episode_seed = 0
         self.last_gripper = float("nan")
         self._bound: dict[int, dict[str, Any]] = {}
+        self._noise: dict[tuple[int, str], tuple[int, np.ndarray]] = {}
 
     def _cost(self, mean: float) -> float:
         if mean <= 0:
@@ -154,9 +155,15 @@ class SyntheticBackend(Backend):
             array[...] = value
 
     def noise(self, flat: np.ndarray) -> np.ndarray:
-        """The episode's image content: the same for every output dict of this episode."""
-        rng = np.random.default_rng([self.episode_seed, flat.size, flat.dtype.num])
-        return rng.integers(0, 256, flat.size) if flat.dtype == np.uint8 else rng.random(flat.size)
+        """The episode's image content, drawn once per episode and image shape: every output dict of
+        this episode gets the same."""
+        key = (flat.size, flat.dtype.str)
+        cached = self._noise.get(key)
+        if cached is None or cached[0] != self.episode:
+            rng = np.random.default_rng([self.episode_seed, flat.size, flat.dtype.num])
+            values = rng.integers(0, 256, flat.size, dtype=np.uint8) if flat.dtype == np.uint8 else rng.random(flat.size)
+            cached = self._noise[key] = (self.episode, values)
+        return cached[1]
 
 
 BACKEND = SyntheticBackend

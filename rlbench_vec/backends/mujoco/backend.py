@@ -43,7 +43,10 @@ def resolve_renderer(config: EnvConfig) -> str:
 def loaded_renderer() -> str | None:
     """The GL backend of an already imported MuJoCo ("osmesa", "egl", "glfw"), else None."""
     mujoco = sys.modules.get("mujoco")
-    return None if mujoco is None else mujoco.GLContext.__module__.rsplit(".", 1)[-1]
+    if mujoco is None:
+        return None
+    context = getattr(mujoco, "GLContext", None)  # absent where MUJOCO_GL=disable
+    return "disable" if context is None else context.__module__.rsplit(".", 1)[-1]
 
 
 def use_renderer(config: EnvConfig) -> None:
@@ -67,7 +70,7 @@ def use_renderer(config: EnvConfig) -> None:
         os.environ["PYOPENGL_PLATFORM"] = renderer
 
 
-def _task_class(config: EnvConfig) -> type[Task]:
+def task_class(config: EnvConfig) -> type[Task]:
     task = TASKS.get(config.task)
     if task is None:
         close = difflib.get_close_matches(config.task, TASKS, n=3)
@@ -89,12 +92,23 @@ def _check_variation(task: type[Task], variation: Any, where: str) -> int:
     return int(variation)
 
 
+def choose_variation(task: type[Task], config: EnvConfig, options: Mapping[str, Any] | None,
+                     rng: np.random.Generator) -> int:
+    """The variation of a new episode: reset options, else backend_options, else drawn from `rng`."""
+    options = options or {}
+    if "variation" in options:
+        return _check_variation(task, options["variation"], "reset options")
+    if "variation" in config.backend_options:
+        return int(config.backend_options["variation"])
+    return int(rng.integers(task.variation_count))
+
+
 class MujocoBackend(Backend):
     name = "mujoco"
 
     @classmethod
     def validate(cls, config: EnvConfig) -> None:
-        task = _task_class(config)
+        task = task_class(config)
         unknown = sorted(set(config.backend_options) - set(OPTIONS))
         if unknown:
             raise ConfigError(f"unknown mujoco backend_options {unknown}; allowed: {list(OPTIONS)}.")
@@ -114,7 +128,7 @@ class MujocoBackend(Backend):
 
     @classmethod
     def task_state_size(cls, config: EnvConfig) -> int:
-        return _task_class(config).state_size
+        return task_class(config).state_size
 
     @classmethod
     def needs_display(cls, config: EnvConfig) -> bool:
@@ -129,7 +143,7 @@ class MujocoBackend(Backend):
         renderer made here draws per read-back."""
         self.sim = None
         self.config = config
-        self.task_class = _task_class(config)
+        self.task_class = task_class(config)
         self.rng = np.random.default_rng(env_index)
         use_renderer(config)
         from .simulation import Simulation  # imports mujoco
@@ -140,13 +154,7 @@ class MujocoBackend(Backend):
     def reset(self, seed: int | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
         if seed is not None:
             self.rng = np.random.default_rng(seed)
-        options = options or {}
-        if "variation" in options:
-            self.variation = _check_variation(self.task_class, options["variation"], "reset options")
-        elif "variation" in self.config.backend_options:
-            self.variation = int(self.config.backend_options["variation"])
-        else:
-            self.variation = int(self.rng.integers(self.task_class.variation_count))
+        self.variation = choose_variation(self.task_class, self.config, options, self.rng)
         self.sim.reset(self.variation, self.rng)
         return {"descriptions": self.sim.task.descriptions(self.variation), "variation_index": self.variation}
 

@@ -31,6 +31,8 @@ class PandaKinematics:
     ACCEPT_POSITION, ACCEPT_ROTATION = 5e-3, 2e-2
     NULL_SPACE_GAIN = 0.03
     MAX_POSITION_ERROR, MAX_ROTATION_ERROR = 0.1, 0.3
+    # Defaults of solve(): iterations, damping of the least squares, largest joint move per iteration (rad).
+    ITERATIONS, DAMPING, MAX_STEP = 150, 0.02, 0.3
 
     def __init__(self, model: mujoco.MjModel):
         self.model = model
@@ -53,7 +55,7 @@ class PandaKinematics:
         return np.vstack([self._jacp[:, :ARM_DOFS], self._jacr[:, :ARM_DOFS]])
 
     def solve(self, start: np.ndarray, position: np.ndarray, quat_wxyz: np.ndarray,
-              iterations: int = 150, damping: float = 0.02, max_step: float = 0.3) -> IKResult:
+              iterations: int = ITERATIONS, damping: float = DAMPING, max_step: float = MAX_STEP) -> IKResult:
         """Arm configuration putting the TCP at (position, quat_wxyz), starting from `start`."""
         q = np.clip(np.array(start, dtype=float), PANDA_Q_MIN, PANDA_Q_MAX)
         for _ in range(iterations):

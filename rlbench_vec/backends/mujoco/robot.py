@@ -22,6 +22,9 @@ REACHED_TOLERANCE = 0.01  # rad, as RLBench's "joints reached their targets" che
 STILL_TOLERANCE = 0.001  # rad per control step: the arm stopped (e.g. blocked by a contact)
 MAX_MOTION_STEPS = 100  # control steps (5 s) one ik/planning action may take
 MAX_GRIPPER_STEPS = 20  # control steps (1 s) one gripper actuation may take
+GRIPPER_OPEN_FRACTION = 0.9  # gripper_open: the fingers are more than this open, as RLBench
+GRIPPER_SAME_GOAL = 1e-6  # m: a gripper target this close to the current goal changes nothing
+FINGERS_STILL = 1e-3  # m/s: the fingers stopped moving
 
 
 # Acceleration along a joint-space path, in "full speed per second" (the weakest joint decides).
@@ -102,7 +105,7 @@ class Panda:
     @property
     def gripper_open(self) -> float:
         """1.0 when the fingers are more than 90% open, as RLBench."""
-        return float(self.finger_qpos.mean() / FINGER_MAX > 0.9)
+        return float(self.finger_qpos.mean() / FINGER_MAX > GRIPPER_OPEN_FRACTION)
 
     def tcp_pose(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Position, quaternion (w, x, y, z) and rotation matrix of the TCP."""
@@ -170,12 +173,13 @@ class Panda:
         """Drive both fingers to `opening` (0..FINGER_MAX each) and wait until they stop, as RLBench's
         gripper actuation; nothing happens when that is already the goal."""
         opening = float(np.clip(opening, 0.0, FINGER_MAX))
-        if abs(opening - self.gripper_goal) < 1e-6:
+        if abs(opening - self.gripper_goal) < GRIPPER_SAME_GOAL:
             return
         self.gripper_goal = opening
         hold, still = self.qpos.copy(), np.zeros(ARM_DOFS)
         for _ in range(MAX_GRIPPER_STEPS):
             for _ in range(self.substeps):
                 self._substep(hold, still)
-            if self.gripper_setpoint == self.gripper_goal and np.all(np.abs(self.data.qvel[self.finger_dof_adr]) < 1e-3):
+            fingers = self.data.qvel[self.finger_dof_adr]
+            if self.gripper_setpoint == self.gripper_goal and np.all(np.abs(fingers) < FINGERS_STILL):
                 return

@@ -1,0 +1,44 @@
+"""Batched MuJoCo Warp backend core: every world of one task in one simulator on one device.
+
+`BatchedSimulation` (simulation.py) steps N copies of the embedded MuJoCo backend's scene and task
+(backends/mujoco: the same Scene, task build, episode randomisation and constants) with MuJoCo Warp,
+ray-traces their cameras in one launch and hands observations out as torch tensors on the device.
+See docs/mjwarp.md.
+
+Importing this package imports neither warp, mujoco_warp nor mujoco: the main process may call
+`check_config` and `available`; the simulator modules are imported by whoever owns the worlds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from ...config import EnvConfig
+from ...errors import BackendUnavailableError, ConfigError
+from ..mujoco.backend import task_class
+
+REQUIREMENTS = ("mujoco_warp", "warp", "torch")
+INSTALL_HINT = "pip install -e .[gpu] (mujoco-warp, warp-lang) and a torch build of your choice"
+ARM_MODES = ("joint_velocity", "joint_position", "ik")
+
+
+def available() -> bool:
+    """Whether mujoco_warp, warp and torch are installed (found without importing them)."""
+    return all(importlib.util.find_spec(name) is not None for name in REQUIREMENTS)
+
+
+def require() -> None:
+    missing = [name for name in REQUIREMENTS if importlib.util.find_spec(name) is None]
+    if missing:
+        raise BackendUnavailableError(f"the mjwarp backend needs {', '.join(missing)}: {INSTALL_HINT}.")
+
+
+def check_config(config: EnvConfig) -> None:
+    """ConfigError for what the batched core does not run (checked without importing a simulator)."""
+    task_class(config)
+    if config.arm_mode not in ARM_MODES:
+        raise ConfigError(
+            f"arm_mode {config.arm_mode!r} is not batched on the mjwarp backend; use arm_mode='ik' (the same "
+            "end-effector pose actions, reached by a joint-space move instead of a straight-line path) or "
+            "backend='mujoco', which runs 'planning'."
+        )

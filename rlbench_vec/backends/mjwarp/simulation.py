@@ -1,0 +1,382 @@
+"""BatchedSimulation: every world of one embedded task in one MuJoCo Warp simulator on one device.
+
+One object owns all worlds. Actions go in as one (num_worlds, action_size) array; rewards, flags and
+observations come out as torch tensors on the device, sharing memory with the simulator (DLPack, no
+copy) and overwritten by the next call. Every launch sequence is a captured graph (CUDA graphs on a
+GPU, warp's recorded launches on the CPU). A step is: begin the action (one graph), control steps
+(one graph each, repeated while any world still moves: the host reads two counters after each), then
+finish (forward, rewards, flags; restoring faulted worlds). No Python loop over worlds, except where
+a reset draws new episodes on the host (episodes.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import mujoco_warp as mjw
+import numpy as np
+import torch
+import warp as wp
+
+from ...config import EnvConfig
+from ...errors import ActionError, ConfigError
+from ...spec import action_size
+from ..mujoco.robot import CONTROL_DT
+from ..mujoco.simulation import Simulation
+from . import check_config
+from .control import (
+    Arm,
+    begin_joint_position,
+    begin_joint_velocity,
+    begin_pose,
+    control_substep,
+    end_control_step,
+    finish_action,
+    make_controller,
+)
+from .episodes import EpisodeStarts, Options
+from .faults import count_contacts, detect_faults
+from .observation import Observer
+from .tasks import BATCHED_TASKS
+
+
+@dataclass(frozen=True)
+class StepOutput:
+    """One action of every world; (num_worlds,) tensors on the simulation's device."""
+
+    reward: torch.Tensor  # float32: 1.0 on success
+    terminated: torch.Tensor  # bool: success, or an invalid action (error != 0)
+    truncated: torch.Tensor  # bool: a fault ended the episode; the world was restored to its episode start
+    fault: torch.Tensor  # int32 bits, see faults.FAULT_NAMES
+    error: torch.Tensor  # int32: 0, or a key of control.ERROR_MESSAGES (the action was refused)
+    control_steps: torch.Tensor  # int32: control steps (CONTROL_DT each) the action took in this world
+
+
+@dataclass(frozen=True)
+class ChunkOutput:
+    """K actions of every world: (num_worlds, K) tensors. A world stops at its episode's end:
+    `executed` is False for the actions after it (the world holds still until the chunk ends)."""
+
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    fault: torch.Tensor
+    error: torch.Tensor
+    executed: torch.Tensor
+
+
+def _chain_frames(model: Any, data: Any) -> list[wp.transform]:
+    """World->link0, link1..7 and hand relative to their parents, tcp relative to the hand, as warp
+    transforms; checks that each arm joint is a hinge about its body's z axis at the body origin."""
+    def frame(position, quat_wxyz) -> wp.transform:
+        w, x, y, z = (float(v) for v in quat_wxyz)
+        return wp.transform(wp.vec3(*map(float, position)), wp.quat(x, y, z, w))
+
+    link0 = model.body("panda_link0").id
+    frames = [frame(data.xpos[link0], data.xquat[link0])]
+    parent = link0
+    for i in range(1, 8):
+        body = model.body(f"panda_link{i}")
+        joint = model.joint(f"panda_joint{i}")
+        if (body.parentid[0] != parent or joint.bodyid[0] != body.id or np.any(joint.pos != 0)
+                or np.any(joint.axis != (0, 0, 1))):
+            raise RuntimeError(f"panda_joint{i} is not a hinge about the z axis of its link's origin")
+        frames.append(frame(body.pos, body.quat))
+        parent = body.id
+    hand = model.body("panda_hand")
+    site = model.site("tcp")
+    if hand.parentid[0] != parent or site.bodyid[0] != hand.id:
+        raise RuntimeError("the tcp site must sit on panda_hand, a child of panda_link7")
+    return frames + [frame(hand.pos, hand.quat), frame(site.pos, site.quat)]
+
+
+class BatchedSimulation:
+    """`num_worlds` copies of the embedded mujoco backend's env (`config`: task, cameras, modalities,
+    low_dim, action mode) on one warp device ("cuda:0", "cpu", None: warp's preferred device).
+
+    nconmax: contact slots per world (pooled over all worlds); njmax: constraint rows per world.
+    capture: replay captured graphs (else launch every kernel from Python each call: for debugging).
+    Call reset() before the first step."""
+
+    def __init__(self, config: EnvConfig, num_worlds: int, device: str | None = None, *, nconmax: int = 64,
+                 njmax: int = 256, capture: bool = True):
+        if not isinstance(num_worlds, int) or num_worlds < 1:
+            raise ConfigError(f"num_worlds must be an integer >= 1, got {num_worlds!r}.")
+        self.config = replace(config, backend="mujoco").validated()
+        check_config(self.config)
+        self.num_worlds = num_worlds
+        self.action_size = action_size(self.config)
+        wp.init()
+        self.device = wp.get_device(device)
+        self.torch_device = wp.device_to_torch(self.device)
+        self.stream = self.device.stream if self.device.is_cuda else None
+        self._torch_stream = wp.stream_to_torch(self.stream) if self.stream is not None else None
+
+        host = Simulation(replace(self.config, cameras=(), video_cameras=()))
+        host.reset(0, np.random.default_rng(0))  # a valid state to size the device data with
+        self.host = host
+        with wp.ScopedDevice(self.device):
+            self.m = mjw.put_model(host.model, batch_sizes={"geom_rgba": num_worlds})
+            self.m.opt.warn_overflow = 0  # overflows are reported per world as faults
+            self.d = mjw.put_data(host.model, host.data, nworld=num_worlds, nconmax=nconmax, njmax=njmax)
+        self.nconmax = nconmax
+        self.substeps = round(CONTROL_DT / host.model.opt.timestep)
+        self.arm = self._arm(host)
+        self.controller = make_controller(num_worlds, self.device)
+        self.episodes = EpisodeStarts(self.config, host, num_worlds, self.device, self.m.geom_rgba)
+        self.task = BATCHED_TASKS[self.config.task](host.task, num_worlds, self.device)
+        self.observer = Observer(self.config, host.model, self.m, self.d, self.arm, self.task,
+                                 self.episodes.variation, self.device)
+        self.spec = self.observer.spec  # per-world layout: rlbench_vec.spec.observation_spec of the mujoco backend
+
+        zeros = self._zeros
+        self._actions, self._active = zeros((num_worlds, self.action_size), wp.float32), zeros(num_worlds, wp.int32)
+        self._contacts, self._success = zeros(num_worlds, wp.int32), zeros(num_worlds, wp.int32)
+        self._reset_mask, self._restore_mask = zeros(num_worlds, wp.bool), zeros(num_worlds, wp.bool)
+        self._reset_mask_host = np.zeros(num_worlds, bool)
+        # [worlds still moving, worlds with a fault this action], copied to the host after each launch.
+        self._status = zeros(2, wp.int32)
+        self._status_host = wp.zeros(2, dtype=wp.int32, device="cpu", pinned=self.device.is_cuda)
+        results = {"reward": wp.float32, "terminated": wp.bool, "truncated": wp.bool, "fault": wp.int32,
+                   "error": wp.int32, "control_steps": wp.int32}
+        self._results = {name: zeros(num_worlds, dtype) for name, dtype in results.items()}
+        self._actions_t, self._active_t = wp.to_torch(self._actions), wp.to_torch(self._active)
+        self.output = StepOutput(**{name: wp.to_torch(array) for name, array in self._results.items()})
+        self.observations = {key: wp.to_torch(array) for key, array in self.observer.arrays.items()}
+
+        self._sequences = {"reset": self._reset_sequence, "begin": self._begin_sequence,
+                           "control": self._control_step, "finish": self._finish_sequence,
+                           "finish_restore": self._finish_restore_sequence, "observe": self.observer.observe}
+        self._graphs: dict[str, Any] = {}
+        self._warm_up()
+        if capture:
+            self._graphs = {name: self._capture(sequence) for name, sequence in self._sequences.items()}
+        self.episodes.rngs = [np.random.default_rng(world) for world in range(num_worlds)]
+
+    # --- construction ------------------------------------------------------------------------------
+
+    def _zeros(self, shape, dtype) -> wp.array:
+        return wp.zeros(shape, dtype=dtype, device=self.device)
+
+    def _arm(self, host: Simulation) -> Arm:
+        panda, ids = host.panda, (lambda values: wp.array(np.asarray(values, np.int32), dtype=int, device=self.device))
+        arm = Arm()
+        arm.qpos_adr, arm.dof_adr = ids(panda.arm_qpos_adr), ids(panda.arm_dof_adr)
+        arm.finger_qpos_adr, arm.finger_dof_adr = ids(panda.finger_qpos_adr), ids(panda.finger_dof_adr)
+        arm.position_actuators, arm.velocity_actuators = ids(panda.arm_actuators), ids(panda.velocity_actuators)
+        arm.gripper_actuator, arm.tcp_site = int(panda.gripper_actuator), int(panda.tcp)
+        arm.frames = wp.array(_chain_frames(host.model, host.data), dtype=wp.transform, device=self.device)
+        return arm
+
+    def _warm_up(self) -> None:
+        """Run every sequence once without a graph, so each kernel is compiled and loaded before capture:
+        a reset of all worlds, an action that keeps every arm where it is (delta targets of zero), an
+        observation."""
+        self.reset()
+        hold = np.zeros((self.num_worlds, self.action_size), np.float32)
+        if self.config.arm_mode == "ik":
+            hold[:, 6] = 1.0  # identity rotation (x, y, z, w)
+        hold[:, -1] = 1.0 if self.config.gripper_mode == "discrete" else 0.04
+        self._actions_t.copy_(torch.from_numpy(hold))
+        self._active_t.fill_(1)
+        with wp.ScopedDevice(self.device):
+            self._begin_sequence(absolute=0)
+            self._control_step()
+            self._finish_restore_sequence()
+            self.observer.observe()
+        wp.synchronize_device(self.device)
+
+    def _capture(self, sequence: Callable[[], None]) -> Any:
+        with wp.ScopedCapture(device=self.device, stream=self.stream, force_module_load=False) as capture:
+            sequence()
+        return capture.graph
+
+    # --- the launch sequences (each captured in a graph) -------------------------------------------
+    # A control step runs MuJoCo Warp's step, which allocates scratch memory; CUDA forbids allocations
+    # inside conditional graph nodes, so the loop over control steps runs on the host: one small
+    # device-to-host copy of `status` per control step, for all worlds at once.
+
+    def _reset_sequence(self) -> None:
+        mjw.reset_data(self.m, self.d, self._reset_mask)
+        self.episodes.restore(self._reset_mask, self.arm, self.controller, self.d)
+        mjw.forward(self.m, self.d)
+
+    def _begin_sequence(self, absolute: int | None = None) -> None:
+        c, d, n = self.config, self.d, self.num_worlds
+        absolute = int(c.absolute_mode) if absolute is None else absolute
+        common = [self.arm, self.controller, self._actions, self._active, d.qpos, d.qvel,
+                  int(c.gripper_mode == "discrete")]
+        self._status.zero_()
+        if c.arm_mode == "joint_velocity":
+            wp.launch(begin_joint_velocity, dim=n, inputs=[*common, self._status], device=self.device)
+        elif c.arm_mode == "joint_position":
+            wp.launch(begin_joint_position, dim=n, inputs=[*common, absolute, self._status], device=self.device)
+        else:
+            wp.launch(begin_pose, dim=n, device=self.device,
+                      inputs=[*common, absolute, d.site_xpos, d.site_xmat, self._status])
+        wp.copy(self._status_host, self._status)
+
+    def _control_step(self) -> None:
+        """One control step of every world: the servo setpoints and one physics step per substep, then
+        fault checks and phase changes."""
+        d, n = self.d, self.num_worlds
+        velocity_mode = int(self.config.arm_mode == "joint_velocity")
+        dt = float(self.host.model.opt.timestep)
+        for _ in range(self.substeps):
+            wp.launch(control_substep, dim=n, device=self.device,
+                      inputs=[self.arm, self.controller, velocity_mode, dt, d.ctrl])
+            mjw.step(self.m, d)
+        self._contacts.zero_()
+        wp.launch(count_contacts, dim=d.naconmax, device=self.device,
+                  inputs=[d.nacon, d.contact.worldid, self._contacts])
+        wp.launch(detect_faults, dim=n, device=self.device,
+                  inputs=[d.qpos, d.qvel, d.overflow, self._contacts, self.nconmax, self.controller.fault])
+        self._status.zero_()
+        wp.launch(end_control_step, dim=n, device=self.device, inputs=[
+            self.arm, self.controller, int(self.config.arm_mode == "ik"), d.qpos, d.qvel, self._status])
+        wp.copy(self._status_host, self._status)
+
+    def _finish_sequence(self) -> None:
+        d, r = self.d, self._results
+        mjw.forward(self.m, d)
+        self.task.success(d, self.episodes.variation, self._success)
+        wp.launch(finish_action, dim=self.num_worlds, device=self.device, inputs=[
+            self.controller, self._active, self._success, r["reward"], r["terminated"], r["truncated"], r["fault"],
+            r["error"], r["control_steps"], self._restore_mask])
+
+    def _finish_restore_sequence(self) -> None:
+        """_finish_sequence, then the faulted worlds go back to their episode start."""
+        self._finish_sequence()
+        mjw.reset_data(self.m, self.d, self._restore_mask)
+        self.episodes.restore(self._restore_mask, self.arm, self.controller, self.d)
+        mjw.forward(self.m, self.d)
+
+    # --- public API --------------------------------------------------------------------------------
+
+    def reset(self, mask: Any = None, seeds: Sequence[int | None] | None = None,
+              options: Options = None) -> dict[int, dict]:
+        """Start new episodes in the masked worlds (bool (num_worlds,) numpy/torch/list; None: all).
+
+        seeds: None or one per world (None entries keep that world's generator); world i draws its
+        episodes like env i of the mujoco backend. options: one mapping for all, or one per world
+        ({"variation": v}). Returns {world: {"descriptions", "variation_index"}} for the reset worlds.
+        Synchronises with the device once (the draw happens on the host)."""
+        worlds = self._worlds(mask)
+        if worlds.size == 0:
+            return {}
+        self._synchronize()  # the staging buffers may still be read by the previous upload
+        infos = self.episodes.draw(worlds, seeds, options)
+        self._reset_mask_host[:] = False
+        self._reset_mask_host[worlds] = True
+        self._reset_mask.assign(self._reset_mask_host)
+        self._torch_before_warp()
+        self.episodes.upload(self.stream)
+        self._launch("reset", read=False)
+        self._warp_before_torch()
+        return infos
+
+    def step(self, actions: Any, active: Any = None) -> StepOutput:
+        """One action per world (num_worlds, action_size), numpy or torch on any device. Worlds not
+        `active` (bool (num_worlds,)) hold still. Returns `output` (overwritten by the next step).
+        Control steps repeat until every world is done (one host read of two counters per control step)."""
+        self._set_actions(actions)
+        if active is None:
+            self._active_t.fill_(1)
+        else:
+            self._active_t.copy_(torch.as_tensor(active, device=self.torch_device).reshape(self.num_worlds))
+        self._torch_before_warp()
+        moving, faulted = self._launch("begin")
+        while moving:
+            moving, faulted = self._launch("control")
+        self._launch("finish_restore" if faulted else "finish", read=False)
+        self._warp_before_torch()
+        return self.output
+
+    def step_chunk(self, actions: Any) -> ChunkOutput:
+        """K actions per world (num_worlds, K, action_size) in one call: K steps whose results stay on
+        the device; a world stops at its episode's end (terminated or truncated) and holds still after."""
+        chunk = torch.as_tensor(actions, dtype=torch.float32, device=self.torch_device)
+        if chunk.ndim != 3 or chunk.shape[0] != self.num_worlds or chunk.shape[2] != self.action_size:
+            raise ActionError(f"step_chunk expects actions of shape ({self.num_worlds}, K, {self.action_size}), "
+                              f"got {tuple(chunk.shape)}.")
+        n, k = self.num_worlds, chunk.shape[1]
+        out = {name: torch.zeros((n, k), dtype=t.dtype, device=self.torch_device)
+               for name, t in vars(self.output).items() if name != "control_steps"}
+        executed = torch.zeros((n, k), dtype=torch.bool, device=self.torch_device)
+        done = torch.zeros(n, dtype=torch.bool, device=self.torch_device)
+        for i in range(k):
+            executed[:, i] = ~done
+            result = self.step(chunk[:, i], active=~done)
+            for name, tensor in out.items():
+                tensor[:, i] = getattr(result, name)
+            done |= result.terminated | result.truncated
+        return ChunkOutput(executed=executed, **out)
+
+    def observe(self) -> dict[str, torch.Tensor]:
+        """Every observation key of the layout (rlbench_vec.spec.observation_spec), (num_worlds, ...)
+        tensors on the device in RLBench's dtypes; the same tensors every call, overwritten each time."""
+        self._torch_before_warp()
+        self._launch("observe", read=False)
+        self._warp_before_torch()
+        return dict(self.observations)
+
+    def observe_numpy(self) -> dict[str, np.ndarray]:
+        """observe(), copied to host numpy arrays: one device-to-host copy of every image (on a GPU this
+        costs more than rendering them; see docs/mjwarp.md)."""
+        return {key: tensor.cpu().numpy() for key, tensor in self.observe().items()}
+
+    @property
+    def variations(self) -> np.ndarray:
+        """Each world's current task variation."""
+        return self.episodes.host_view["variation"].copy()
+
+    def close(self) -> None:
+        self._graphs = {}
+
+    # --- helpers -----------------------------------------------------------------------------------
+
+    def _worlds(self, mask: Any) -> np.ndarray:
+        if mask is None:
+            return np.arange(self.num_worlds)
+        flags = torch.as_tensor(mask).detach().cpu().numpy().astype(bool).reshape(-1)
+        if flags.shape != (self.num_worlds,):
+            raise ConfigError(f"reset mask must hold {self.num_worlds} booleans, got shape {flags.shape}.")
+        return np.flatnonzero(flags)
+
+    def _set_actions(self, actions: Any) -> None:
+        tensor = torch.as_tensor(actions, dtype=torch.float32, device=self.torch_device)
+        if tuple(tensor.shape) != (self.num_worlds, self.action_size):
+            raise ActionError(f"expected actions of shape ({self.num_worlds}, {self.action_size}), "
+                              f"got {tuple(tensor.shape)}.")
+        self._actions_t.copy_(tensor)
+
+    def _launch(self, name: str, read: bool = True) -> tuple[int, int]:
+        """Replay a sequence's graph on the warp stream (or run it, without capture); with `read`, wait
+        for it and return the status counters (worlds moving, worlds faulted)."""
+        graph = self._graphs.get(name)
+        if graph is not None:
+            wp.capture_launch(graph, stream=self.stream)
+        else:
+            with wp.ScopedDevice(self.device):
+                self._sequences[name]()
+        if not read:
+            return 0, 0
+        self._synchronize()
+        moving, faulted = self._status_host.numpy()
+        return int(moving), int(faulted)
+
+    def _torch_before_warp(self) -> None:
+        """Warp's stream waits for what torch queued (the actions copied in)."""
+        if self.stream is not None:
+            self.stream.wait_stream(wp.stream_from_torch(torch.cuda.current_stream(self.torch_device)))
+
+    def _warp_before_torch(self) -> None:
+        """Torch's stream waits for warp's results before it reads them."""
+        if self._torch_stream is not None:
+            torch.cuda.current_stream(self.torch_device).wait_stream(self._torch_stream)
+
+    def _synchronize(self) -> None:
+        if self.stream is not None:
+            wp.synchronize_stream(self.stream)

@@ -1,0 +1,58 @@
+"""The shared block: claims of the filling page and page flips (in-process), and the sweep of
+segments whose owner died."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from rlbench_vec import shm
+
+
+def block() -> shm.SharedBuffers:
+    return shm.SharedBuffers.create({
+        "page0/env": ((4,), np.dtype(np.int32)), "page1/env": ((4,), np.dtype(np.int32)),
+        "control": ((3,), np.dtype(np.int64)),
+    })
+
+
+def test_claims_fill_a_page_in_order_and_a_flip_opens_the_other_one_empty():
+    buffers = block()
+    worker = shm.SharedBuffers.attach(buffers.name, buffers.fields)
+    try:
+        assert worker.claim(np.array([7, 5])) == (0, 0)
+        assert worker.claim(np.array([6])) == (0, 2)
+        assert buffers.arrays["page0/env"][:3].tolist() == [7, 5, 6]
+        assert buffers.try_flip() == (0, 3)
+        assert buffers.filling == 1 and buffers.claimed(1) == 0
+        assert worker.claim(np.array([5])) == (1, 0)
+        assert buffers.try_flip() == (1, 1) and buffers.claimed(0) == 0
+    finally:
+        worker.close()
+        buffers.unlink()
+
+
+def test_the_main_process_never_waits_for_a_claim_lock():
+    import fcntl
+
+    buffers = block()
+    holder = os.open(os.path.join(shm.SHM_DIR, buffers.name), os.O_RDWR)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # a worker in the middle of a claim
+        assert buffers.try_flip() is None
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        assert buffers.try_flip() == (0, 0)
+    finally:
+        os.close(holder)
+        buffers.unlink()
+
+
+def test_segments_and_boot_logs_of_dead_owners_are_swept():
+    dead = 2 ** 22 + 4321  # above the default pid_max: no such process
+    names = [f"rlbv_{dead}_{shm.pid_namespace()}_abcdef", f"rlbv_{dead}_{shm.pid_namespace()}_abcdef-boot0-0"]
+    for name in names:
+        Path(shm.SHM_DIR, name).write_bytes(b"x")
+    swept = shm.sweep_stale_segments()
+    assert set(names) <= set(swept) and not any(Path(shm.SHM_DIR, n).exists() for n in names)
