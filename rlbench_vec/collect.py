@@ -42,7 +42,7 @@ from .config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, Env
 from .datasets import remove_stale_staging
 from .datasets.lerobot_format import LeRobotOptions
 from .datasets.writers import FORMATS, Episode, WriterOptions, WriterPool
-from .errors import ConfigError, WorkerError
+from .errors import ConfigError, RLBenchVecError, WorkerError
 from .vector_env import RLBenchVectorEnv
 
 SUMMARY_FILE = "collect_summary.json"
@@ -387,6 +387,10 @@ def _words(text: str) -> tuple[str, ...]:
     return tuple(word.strip() for word in text.split(",") if word.strip())
 
 
+def _count_or_all(text: str) -> int | str:
+    return text if text == "all" else int(text)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
     parser = argparse.ArgumentParser(prog="python -m rlbench_vec.collect", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -395,8 +399,8 @@ def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
     parser.add_argument("--out", required=True, help="dataset folder (a rerun resumes it)")
     parser.add_argument("--episodes_per_task", type=int, default=default.episodes_per_task,
                         help="episodes per variation, as RLBench counts them")
-    parser.add_argument("--variations", default=default.variations, help="a count (variations 0..n-1) or all",
-                        type=lambda text: text if text == "all" else int(text))
+    parser.add_argument("--variations", default=default.variations, type=_count_or_all,
+                        help="a count (variations 0..n-1) or all")
     parser.add_argument("--format", default=default.format, choices=FORMATS)
     parser.add_argument("--seed", type=int, default=default.seed)
     parser.add_argument("--backend", default=default.backend, choices=BACKENDS)
@@ -435,6 +439,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"interrupted: run the same command again to resume ({Path(config.out) / SUMMARY_FILE}).",
               file=sys.stderr)
         return 130
+    except RLBenchVecError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     episodes = summary["episodes"]
     print(f"{episodes['written']} episodes written, {episodes['skipped']} already there, {episodes['failed']} failed "
           f"in {summary['seconds']:.1f} s ({summary['demos_per_s']:.2f} demos/s): {Path(config.out) / SUMMARY_FILE}")

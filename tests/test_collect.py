@@ -205,3 +205,34 @@ def test_lerobot_format_reads_back(tmp_path):
                 assert tuple(image.shape) == (3, 32, 32) and str(image.dtype) == "torch.float32"
                 decoded = image.numpy().transpose(1, 2, 0) * 255
                 assert np.abs(decoded - demo.observations[f"{camera}_rgb"][t]).mean() < 12  # lossy video
+
+
+def test_a_dead_writer_stops_the_run_and_a_rerun_completes(tmp_path):
+    """A writer killed mid-run loses what it was writing: the run stops with a DatasetError (exit code 2) and
+    its summary; the rerun sweeps the writer's staging folder and collects what is missing."""
+    command = [sys.executable, "-m", "rlbench_vec.collect", "--tasks", TASK, "--episodes_per_task", "8",
+               "--backend", "mujoco", "--num_envs", "2", "--image_size", "16", "16", "--progress", "0",
+               "--out", str(tmp_path)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = None
+    deadline = time.monotonic() + 120
+    while killed is None and process.poll() is None and time.monotonic() < deadline:
+        if (tmp_path / TASK / "variation0" / "episodes").is_dir():
+            workers = {worker.pid for worker in mujoco_workers(process.pid)}
+            writers = [child for child in psutil.Process(process.pid).children()
+                       if child.pid not in workers and "resource_tracker" not in " ".join(child.cmdline())]
+            if workers and writers:
+                writers[0].send_signal(signal.SIGKILL)
+                killed = writers[0].pid
+        time.sleep(0.01)
+    _, stderr = process.communicate(timeout=120)
+    assert killed is not None, "the run ended before its writer could be killed"
+    assert process.returncode == 2 and "writer process 0 died" in stderr, stderr
+    summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
+    assert not summary["finished"] and summary["episodes"]["written"] < 8
+    rerun = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
+    assert summary["episodes"]["written"] + summary["episodes"]["skipped"] == 8
+    assert sorted(os.listdir(tmp_path / TASK / "variation0" / "episodes")) == [f"episode{i}" for i in range(8)]
+    assert not (tmp_path / STAGING_FOLDER).exists()
