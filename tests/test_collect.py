@@ -1,6 +1,7 @@
 """rlbench_vec.collect: the command and the function end to end on the real mujoco backend at tiny image sizes:
 summary, read-back in both formats against the demo regenerated from its seed, determinism across envs,
-a worker killed mid-collection, resume, retried and reported failures, argument errors."""
+a worker and a writer killed mid-collection, resume, retried and reported failures, argument errors; and the
+rlbench backend through its test double."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from rlbench_vec.datasets.writers import Episode
 
 TASK = "pick_and_lift"
 ROOT = Path(__file__).resolve().parent.parent
+DOUBLE = ROOT / "tests" / "rlbench_double"
 CONFIG = CollectConfig(tasks=(TASK,), episodes_per_task=3, variations=2, backend="mujoco", num_envs=2,
                        image_size=(16, 16), progress=False)
 LOW_DIM = ("joint_velocities", "joint_positions", "joint_forces", "gripper_open", "gripper_pose",
@@ -236,3 +238,26 @@ def test_a_dead_writer_stops_the_run_and_a_rerun_completes(tmp_path):
     assert summary["episodes"]["written"] + summary["episodes"]["skipped"] == 8
     assert sorted(os.listdir(tmp_path / TASK / "variation0" / "episodes")) == [f"episode{i}" for i in range(8)]
     assert not (tmp_path / STAGING_FOLDER).exists()
+
+
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="the RLBench double needs Xvfb (apt-get install xvfb)")
+def test_rlbench_backend_collects_each_variation_through_the_double(monkeypatch, tmp_path):
+    """The rlbench backend (its test double: CoppeliaSim cannot run here) gets the variation of each job."""
+    log = tmp_path / "double.jsonl"
+    monkeypatch.syspath_prepend(str(DOUBLE))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(DOUBLE), str(ROOT)]))
+    monkeypatch.setenv("RLBENCH_DOUBLE_LOG", str(log))
+    config = replace(CONFIG, out=str(tmp_path / "out"), backend="rlbench", tasks=("reach_target",),
+                     episodes_per_task=2)
+    summary = collect(config)
+    assert summary["episodes"]["written"] == 4 and summary["config"]["backend"] == "rlbench"
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sorted(call["variation"] for call in calls if call["event"] == "get_demos") == [0, 0, 1, 1]
+    for variation in (0, 1):
+        for episode in (0, 1):
+            stored = read_episode(tmp_path / "out" / "reach_target" / f"variation{variation}" / "episodes"
+                                  / f"episode{episode}")
+            assert stored.variation_index == variation and stored.observations["front_rgb"].shape[1:] == (16, 16, 3)
+    with pytest.raises(ConfigError, match="pass a number of variations"):
+        collect(replace(config, variations="all"))
+    assert "rlbench" not in sys.modules and "pyrep" not in sys.modules, "the main process imported the simulator"
