@@ -1,15 +1,17 @@
 """Collection throughput: demos/s of `rlbench_vec.collect` against the number of envs, and whether writing keeps up.
 
-    python benchmarks/collect_bench.py --tag cpu2 --episodes 100 --num_envs 1 2
-    python benchmarks/collect_bench.py --tag gpu16 --episodes 100 --num_envs 1 2 4 8 16
+    PYTHONPATH=. python benchmarks/collect_bench.py --tag cpu2 --episodes 100 --num_envs 1 2 --repeats 2
+    PYTHONPATH=. python benchmarks/collect_bench.py --tag gpu16 --episodes 100 --num_envs 1 2 4 8 16
 
 For each num_envs: collect --episodes of --task (one variation, mujoco, five cameras rgb+depth+mask at
---image_size, RLBench format) into a fresh folder and report demos/s (episodes over the time from the
-first job to the last episode on disk: env start-up excluded, the writers' tail included), the scaling
-efficiency against one env (demos/s(n) / (n * demos/s(1))), the main process's CPU per demo, and the
-writer pool's queue (depth at each hand-over, time the loop waited for a free slot, writers' busy
-fraction and ms per step). Then PNG encoding per frame (Pillow vs ours) and its speed-up on all cores with
-threads vs processes, which is why the writers are processes. Writes {out}/collect_{tag}.json and .png.
+--image_size, RLBench format) into a fresh folder under --root and report demos/s (episodes over the time
+from the first job to the last episode on disk: env start-up excluded, the writers' tail included), the
+scaling efficiency against one env (demos/s(n) / (n * demos/s(1))), the writer pool's queue (depth at each
+hand-over, time the loop waited for a free slot, writers' busy fraction and ms per step), and the CPU each
+demo costs in the workers, the writers and the main process. Once every core is busy, demos/s grows no
+faster than the workers' share of that CPU allows (efficiency_bound_all_cores_busy). Then PNG encoding per
+frame (Pillow vs ours) and its speed-up on all cores with threads vs processes, which is why the writers
+are processes. Writes {out}/collect_{tag}.json and .png.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 import os
 import platform
 import queue
+import resource
 import shutil
 import sys
 import tempfile
@@ -42,9 +45,10 @@ def run_collection(args: argparse.Namespace, num_envs: int, out: Path) -> dict:
                            seed=args.seed, progress=not args.quiet)
     main_process = psutil.Process()
     load = os.getloadavg()[0]
-    cpu = sum(main_process.cpu_times()[:2])
+    cpu, children = sum(main_process.cpu_times()[:2]), _children_cpu()
     summary = collect(config)
-    cpu = sum(main_process.cpu_times()[:2]) - cpu
+    cpu, children = sum(main_process.cpu_times()[:2]) - cpu, _children_cpu() - children  # children: once ended
+    writers_cpu = summary["writer"]["write_cpu_ms_per_step"] * summary["writer"]["steps_written"] / 1e3
     written = summary["episodes"]["written"]
     collecting_s = summary["seconds"] - summary["env_start_seconds"]
     steps = summary["writer"]["steps_written"]
@@ -53,7 +57,15 @@ def run_collection(args: argparse.Namespace, num_envs: int, out: Path) -> dict:
             "demo_failures": summary["failures"]["demo_failures"], "steps_per_demo": round(steps / max(written, 1), 1),
             "wall_s": summary["seconds"], "env_start_s": summary["env_start_seconds"],
             "collecting_s": round(collecting_s, 3), "demos_per_s": round(written / collecting_s, 3),
-            "main_cpu_ms_per_demo": round(1e3 * cpu / max(written, 1), 1), "writer": summary["writer"]}
+            "main_cpu_ms_per_demo": round(1e3 * cpu / max(written, 1), 1),
+            "workers_cpu_ms_per_demo": round(1e3 * (children - writers_cpu) / max(written, 1), 1),
+            "writers_cpu_ms_per_demo": round(1e3 * writers_cpu / max(written, 1), 1), "writer": summary["writer"]}
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's ended children (workers, writers, Xvfb)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def encoder_frames(dataset: Path, count: int) -> list[np.ndarray]:
@@ -131,11 +143,12 @@ def plot(results: list[dict], path: Path, title: str) -> None:
     left.plot(envs, rates, "o-", label="collect")
     left.plot(envs, [rates[0] * n for n in envs], "--", color="grey", label="linear from 1 env")
     left.plot(envs, [0.8 * rates[0] * n for n in envs], ":", color="grey", label="0.8 x linear")
-    left.set(xlabel="num_envs", ylabel="demos/s", title=title)
+    left.set(xlabel="num_envs", ylabel="demos/s", title=title, xticks=envs)
     left.legend()
     right.plot(envs, [r["scaling_efficiency"] for r in results], "o-")
     right.axhline(0.8, ls=":", color="grey")
-    right.set(xlabel="num_envs", ylabel="demos/s(n) / (n * demos/s(1))", ylim=(0, 1.1), title="scaling efficiency")
+    right.set(xlabel="num_envs", ylabel="demos/s(n) / (n * demos/s(1))", ylim=(0, 1.1), title="scaling efficiency",
+              xticks=envs)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
 
@@ -170,8 +183,9 @@ def main() -> int:
                 if repeat or num_envs != 1:  # the first dataset stays for the encoder frames
                     shutil.rmtree(out)
                 writer = run["writer"]
-                print(f"num_envs {num_envs:3d}: {run['demos_per_s']:7.2f} demos/s, main CPU "
-                      f"{run['main_cpu_ms_per_demo']:.0f} ms/demo, writers {writer['processes']} busy "
+                print(f"num_envs {num_envs:3d}: {run['demos_per_s']:7.2f} demos/s, CPU ms/demo: workers "
+                      f"{run['workers_cpu_ms_per_demo']:.0f} writers {run['writers_cpu_ms_per_demo']:.0f} main "
+                      f"{run['main_cpu_ms_per_demo']:.0f}; writers {writer['processes']} busy "
                       f"{writer['busy_fraction']:.2f}, queue mean {writer['queue_depth_mean']:.1f} max "
                       f"{writer['queue_depth_max']}/{writer['queue_size']}, loop waited {writer['blocked_s']:.2f} s "
                       f"for writers (load before {run['load_average_before']})", flush=True)
@@ -185,6 +199,10 @@ def main() -> int:
                 result["demos_per_s"] / (result["num_envs"] * results[0]["demos_per_s"]), 3)
             print(f"num_envs {result['num_envs']:3d}: {result['demos_per_s']:7.2f} demos/s (best of "
                   f"{args.repeats}), scaling efficiency {result['scaling_efficiency']:.2f}")
+        one = results[0]
+        cpu_per_demo = one["workers_cpu_ms_per_demo"] + one["writers_cpu_ms_per_demo"] + one["main_cpu_ms_per_demo"]
+        bound = round(one["workers_cpu_ms_per_demo"] / cpu_per_demo, 3)
+        print(f"with every core busy, efficiency <= workers' share of the CPU per demo: {bound:.2f}")
         encoders = measure_encoders(encoder_frames(root / "envs1_run0", 1500), os.cpu_count() or 1)
         print(f"PNG per frame: Pillow {encoders['pillow_ms_per_frame']:.3f} ms, ours "
               f"{encoders['ours_ms_per_frame']:.3f} ms; on {encoders['workers']} workers threads "
@@ -199,7 +217,8 @@ def main() -> int:
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "renderer": os.environ.get("MUJOCO_GL") or ("egl" if os.path.exists("/dev/nvidia0") else "osmesa"),
                     "load_average_at_start": round(load, 2), "load_average_at_end": round(os.getloadavg()[0], 2)},
-        "wall_s": round(time.perf_counter() - started, 1), "results": results, "png_encoding": encoders,
+        "wall_s": round(time.perf_counter() - started, 1), "results": results,
+        "efficiency_bound_all_cores_busy": bound, "png_encoding": encoders,
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

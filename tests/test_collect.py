@@ -164,6 +164,15 @@ def test_failed_demos_are_retried_then_reported(tmp_path):
     assert not (tmp_path / TASK / "variation0" / "episodes").exists()
 
 
+def test_a_hung_worker_is_restarted_and_its_job_reported(tmp_path):
+    """No demo finishes within demo_timeout_s: the engine kills and restarts the worker, and the job counts as
+    lost to its worker (with max_attempts=1 it is then given up and reported)."""
+    summary = collect(replace(CONFIG, out=str(tmp_path), episodes_per_task=1, variations=2, demo_timeout_s=0.01,
+                              max_attempts=1))
+    assert summary["failures"] == {"demo_failures": 0, "worker_errors": 2, "jobs_failed": 2}
+    assert all("restarted" in job["error"] for job in summary["tasks"][TASK]["failed"])
+
+
 @pytest.mark.parametrize("change, message", [
     ({"cameras": ("front",)}, "all five cameras"),
     ({"modalities": ("rgb",)}, "all five cameras"),

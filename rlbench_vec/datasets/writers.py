@@ -64,7 +64,7 @@ class WriterOptions:
 class WriterStats:
     """What the pool measured. depth: demos queued or being written, sampled at each submit. blocked_s: time
     `submit` waited for a free slot (the collection loop stalled on writing). handoff_s: time copying demos
-    into slots. write_s: the writers' own time per demo."""
+    into slots. write_s / write_cpu_s: the writers' own time and CPU time per demo."""
 
     processes: int
     queue_size: int
@@ -73,6 +73,7 @@ class WriterStats:
     blocked_s: float = 0.0
     handoff_s: float = 0.0
     write_s: list[float] = field(default_factory=list)
+    write_cpu_s: float = 0.0
     steps: int = 0
 
     def summary(self) -> dict[str, Any]:
@@ -89,6 +90,7 @@ class WriterStats:
             "handoff_ms_per_demo": round(1e3 * self.handoff_s / max(written, 1), 2),
             "write_s_per_demo": round(float(np.mean(self.write_s)), 4) if written else 0.0,
             "write_ms_per_step": round(1e3 * sum(self.write_s) / max(self.steps, 1), 3),
+            "write_cpu_ms_per_step": round(1e3 * self.write_cpu_s / max(self.steps, 1), 3),
             "busy_fraction": round(sum(self.write_s) / (self.processes * wall), 3) if wall > 0 else 0.0,
             "capacity_demos_per_s": round(self.processes * written / sum(self.write_s), 2) if written else 0.0,
         }
@@ -247,11 +249,12 @@ class WriterPool:
         elif kind == "failed":
             raise DatasetError(f"a writer process could not start: {rest[0]}")
         else:
-            slot, seconds, steps, error = rest
+            slot, seconds, cpu_s, steps, error = rest
             episode = self._busy.pop(slot)
             self._free.append(slot)
             if error is None:
                 self.stats.write_s.append(seconds)
+                self.stats.write_cpu_s += cpu_s
                 self.stats.steps += steps
             self._finished.append((episode, error))
 
@@ -305,7 +308,7 @@ def _serve(index: int, out: str, options: WriterOptions, configs: dict[str, EnvC
                 slots[slot] = SharedBuffers.attach(name, fields)
             flat = slots[slot].arrays["bytes"]
             demo.observations = {spec.name: _view(flat, spec) for spec in layout}
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             error: str | None = None
             try:
                 store.write(episode, demo)
@@ -313,6 +316,6 @@ def _serve(index: int, out: str, options: WriterOptions, configs: dict[str, EnvC
                 error = f"{type(failure).__name__}: {failure}"
             steps = len(demo.actions) + 1
             del demo, flat
-            results.put(("written", slot, time.perf_counter() - start, steps, error))
+            results.put(("written", slot, time.perf_counter() - start, time.process_time() - cpu, steps, error))
     finally:
         store.close()
