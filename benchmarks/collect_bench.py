@@ -10,8 +10,8 @@ scaling efficiency against one env (demos/s(n) / (n * demos/s(1))), the writer p
 hand-over, time the loop waited for a free slot, writers' busy fraction and ms per step), and the CPU each
 demo costs in the workers, the writers and the main process. Once every core is busy, demos/s grows no
 faster than the workers' share of that CPU allows (efficiency_bound_all_cores_busy). Then PNG encoding per
-frame (Pillow vs ours) and its speed-up on all cores with threads vs processes, which is why the writers
-are processes. Writes {out}/collect_{tag}.json and .png.
+frame (Pillow vs ours), and whole episodes written by one thread, by a thread per core and by a process
+per core (why the writers are processes). Writes {out}/collect_{tag}.json and .png.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from pathlib import Path
 import numpy as np
 import psutil
 
+from rlbench_vec import Demo
 from rlbench_vec.collect import CollectConfig, collect
-from rlbench_vec.datasets import read_episode
+from rlbench_vec.datasets import read_episode, write_episode
 from rlbench_vec.datasets.rlbench_format import encode_depth, encode_mask, png_bytes
 from rlbench_vec.process import SPAWN
 
@@ -42,7 +43,7 @@ from rlbench_vec.process import SPAWN
 def run_collection(args: argparse.Namespace, num_envs: int, out: Path) -> dict:
     config = CollectConfig(tasks=(args.task,), out=str(out), episodes_per_task=args.episodes, variations=1,
                            backend="mujoco", num_envs=num_envs, image_size=tuple(args.image_size),
-                           seed=args.seed, progress=not args.quiet)
+                           seed=args.seed, writers=args.writers, progress=not args.quiet)
     main_process = psutil.Process()
     load = os.getloadavg()[0]
     cpu, children = sum(main_process.cpu_times()[:2]), _children_cpu()
@@ -68,10 +69,8 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def encoder_frames(dataset: Path, count: int) -> list[np.ndarray]:
-    """rgb, encoded depth and encoded mask frames of one stored episode, as the writers encode them."""
-    episode = next(dataset.rglob("episode0"))
-    demo = read_episode(episode)
+def encoder_frames(demo: Demo) -> list[np.ndarray]:
+    """Every rgb, encoded depth and encoded mask frame of a demo, as the writers encode them."""
     frames = []
     for key, images in demo.observations.items():
         if key.endswith("_rgb"):
@@ -80,7 +79,7 @@ def encoder_frames(dataset: Path, count: int) -> list[np.ndarray]:
             frames += [encode_depth(image) for image in images]
         elif key.endswith("_mask"):
             frames += [encode_mask(image) for image in images]
-    return (frames * (1 + count // len(frames)))[:count]
+    return frames
 
 
 def pillow_png(image: np.ndarray) -> bytes:
@@ -91,19 +90,21 @@ def pillow_png(image: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def encode_after(frames: list[np.ndarray], barrier, times) -> None:
-    """Encode `frames` once every worker holds its share; report when this one started and ended."""
+def write_after(demo: Demo, folder: Path, episodes: int, barrier, times) -> None:
+    """Write `episodes` copies of `demo` once every worker is ready; report when this one started and ended."""
     barrier.wait()
     start = time.monotonic()
-    for frame in frames:
-        png_bytes(frame)
+    for episode in range(episodes):
+        write_episode(folder, "bench", episode, demo)
     times.put((start, time.monotonic()))
 
 
-def parallel_seconds(frames: list[np.ndarray], workers: int, make_barrier, make_queue, make_worker) -> float:
-    """Wall time of encoding `frames` split over `workers` that start together (frames handed over untimed)."""
+def parallel_seconds(demo: Demo, root: Path, workers: int, episodes: int, make_barrier, make_queue,
+                     make_worker) -> float:
+    """Wall time of `workers` threads or processes writing `episodes` episodes each, started together."""
     barrier, times = make_barrier(workers), make_queue()
-    started = [make_worker(target=encode_after, args=(frames[i::workers], barrier, times)) for i in range(workers)]
+    started = [make_worker(target=write_after, args=(demo, root / str(i), episodes, barrier, times))
+               for i in range(workers)]
     for worker in started:
         worker.start()
     spans = [times.get() for _ in started]
@@ -112,23 +113,34 @@ def parallel_seconds(frames: list[np.ndarray], workers: int, make_barrier, make_
     return max(end for _, end in spans) - min(start for start, _ in spans)
 
 
-def measure_encoders(frames: list[np.ndarray], workers: int) -> dict:
+def measure_writing(dataset: Path, root: Path, workers: int, episodes: int = 4) -> dict:
+    """PNG encoding per frame, Pillow vs ours; then whole episodes written by one thread, by `workers` threads
+    and by `workers` processes (the same work each time)."""
+    demo = read_episode(next(dataset.rglob("episode0")))
+    frames = encoder_frames(demo)
     start = time.perf_counter()
-    for frame in frames:
-        png_bytes(frame)
-    ours = time.perf_counter() - start
+    ours = [png_bytes(frame) for frame in frames]
+    ours_s = time.perf_counter() - start
     start = time.perf_counter()
-    for frame in frames:
-        pillow_png(frame)
-    pillow = time.perf_counter() - start
-    threaded = parallel_seconds(frames, workers, threading.Barrier, queue.Queue, threading.Thread)
-    in_processes = parallel_seconds(frames, workers, SPAWN.Barrier, SPAWN.Queue, SPAWN.Process)
-    return {"frames": len(frames), "shape": list(frames[0].shape), "workers": workers,
-            "pillow_ms_per_frame": round(1e3 * pillow / len(frames), 4),
-            "ours_ms_per_frame": round(1e3 * ours / len(frames), 4),
-            "pillow_mean_bytes": int(np.mean([len(pillow_png(f)) for f in frames[:200]])),
-            "ours_mean_bytes": int(np.mean([len(png_bytes(f)) for f in frames[:200]])),
-            "threads_speedup": round(ours / threaded, 2), "processes_speedup": round(ours / in_processes, 2)}
+    pillow = [pillow_png(frame) for frame in frames]
+    pillow_s = time.perf_counter() - start
+    start = time.perf_counter()
+    write_after(demo, root / "serial", workers * episodes, threading.Barrier(1), queue.Queue())
+    serial = time.perf_counter() - start
+    threaded = parallel_seconds(demo, root / "threads", workers, episodes, threading.Barrier, queue.Queue,
+                                threading.Thread)
+    in_processes = parallel_seconds(demo, root / "processes", workers, episodes, SPAWN.Barrier, SPAWN.Queue,
+                                    SPAWN.Process)
+    steps = len(demo.actions) + 1
+    return {"frames": len(frames), "shape": list(frames[0].shape),
+            "pillow_ms_per_frame": round(1e3 * pillow_s / len(frames), 4),
+            "ours_ms_per_frame": round(1e3 * ours_s / len(frames), 4),
+            "pillow_mean_bytes": int(np.mean([len(data) for data in pillow])),
+            "ours_mean_bytes": int(np.mean([len(data) for data in ours])),
+            "episode_steps": steps,
+            "write_ms_per_step_one_thread": round(1e3 * serial / (workers * episodes * steps), 3),
+            "workers": workers, "threads_speedup": round(serial / threaded, 2),
+            "processes_speedup": round(serial / in_processes, 2)}
 
 
 def plot(results: list[dict], path: Path, title: str) -> None:
@@ -161,6 +173,7 @@ def main() -> int:
     parser.add_argument("--num_envs", type=int, nargs="+", default=[1, os.cpu_count() or 1])
     parser.add_argument("--image_size", type=int, nargs=2, default=(128, 128))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--writers", type=int, default=None, help="writer processes (default: collect's)")
     parser.add_argument("--out", default="docs", help="folder of the JSON and PNG")
     parser.add_argument("--root", default=None, help="where the datasets are written (default: the temp folder)")
     parser.add_argument("--repeats", type=int, default=1,
@@ -203,10 +216,11 @@ def main() -> int:
         cpu_per_demo = one["workers_cpu_ms_per_demo"] + one["writers_cpu_ms_per_demo"] + one["main_cpu_ms_per_demo"]
         bound = round(one["workers_cpu_ms_per_demo"] / cpu_per_demo, 3)
         print(f"with every core busy, efficiency <= workers' share of the CPU per demo: {bound:.2f}")
-        encoders = measure_encoders(encoder_frames(root / "envs1_run0", 1500), os.cpu_count() or 1)
-        print(f"PNG per frame: Pillow {encoders['pillow_ms_per_frame']:.3f} ms, ours "
-              f"{encoders['ours_ms_per_frame']:.3f} ms; on {encoders['workers']} workers threads "
-              f"x{encoders['threads_speedup']}, processes x{encoders['processes_speedup']}")
+        writing = measure_writing(root / "envs1_run0", root / "writing", os.cpu_count() or 1)
+        print(f"PNG per frame: Pillow {writing['pillow_ms_per_frame']:.3f} ms, ours {writing['ours_ms_per_frame']:.3f}"
+              f" ms; episodes written at {writing['write_ms_per_step_one_thread']:.1f} ms/step by one thread, "
+              f"x{writing['threads_speedup']} by {writing['workers']} threads, x{writing['processes_speedup']} by "
+              f"{writing['workers']} processes")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     report = {
@@ -218,7 +232,7 @@ def main() -> int:
                     "renderer": os.environ.get("MUJOCO_GL") or ("egl" if os.path.exists("/dev/nvidia0") else "osmesa"),
                     "load_average_at_start": round(load, 2), "load_average_at_end": round(os.getloadavg()[0], 2)},
         "wall_s": round(time.perf_counter() - started, 1), "results": results,
-        "efficiency_bound_all_cores_busy": bound, "png_encoding": encoders,
+        "efficiency_bound_all_cores_busy": bound, "writing": writing,
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -4,8 +4,10 @@ collecting while a writer encodes and stores it.
 Hand-over: the demo's arrays are copied into one of `queue_size` shared-memory slots and a small message
 names the slot (pickling ~20 MB of arrays through a pipe costs the main process several times more, and it
 already receives every demo from the workers). The slots are the queue: when all are taken, `submit` waits
-for a writer to free one, the back-pressure that bounds memory. Writers are processes, not threads: PNG
-encoding holds the GIL for most of its time (benchmarks/collect_bench.py measures both).
+for a writer to free one, the back-pressure that bounds memory. Writers are processes, not threads: zlib
+releases the GIL, but the rest of writing an episode (pickling, conversions, per-file work) holds it, so
+threads scale worse (benchmarks/collect_bench.py writes whole episodes both ways) and would compete with
+the collection loop for the main process's GIL.
 
 Formats: "rlbench" (rlbench_format.write_episode: any number of writers, an episode per folder) and
 "lerobot" (lerobot_format.LeRobotWriter: one writer process, since a LeRobot dataset takes one writer).
