@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,7 @@ from .vector_env import RLBenchVectorEnv
 POSITION_NOISE_M = 0.01  # per action: a policy exploring around the current pose
 ROTATION_NOISE = 0.02  # added to quaternion components, then renormalised
 JOINT_NOISE = 0.05  # rad (joint_position) or rad/s (joint_velocity)
-GRIPPER_SWITCH_Z = 1.645  # P(normal > z) = 5%: a gripper actuation runs until the fingers stop, keep them rare
+GRIPPER_SWITCH_P = 0.05  # per env and action: a gripper actuation runs until the fingers stop, keep them rare
 NOISE_BANK = 64
 MB = 1 << 20
 DEFAULTS = EnvConfig()
@@ -78,6 +79,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--video_dir", default="videos")
     parser.add_argument("--video_envs", type=int, nargs="+", default=None, help="envs that record (default: all)")
     parser.add_argument("--video_fps", type=int, default=20)
+    parser.add_argument("--gripper_switch", type=float, default=GRIPPER_SWITCH_P,
+                        help="probability per env and action that the gripper changes (open <-> closed)")
+    parser.add_argument("--as_torch", action="store_true", help="observations as torch tensors")
+    parser.add_argument("--device", default=None, help="with --as_torch: the tensors' device, e.g. cuda")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the results here (rank 0)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
@@ -86,6 +91,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.async_ = True
     if args.steps < 1 or args.action_chunk < 1:
         parser.error("--steps and --action_chunk must be >= 1")
+    if not 0.0 <= args.gripper_switch <= 1.0:
+        parser.error("--gripper_switch is a probability in [0, 1]")
+    if args.device is not None and not args.as_torch:
+        parser.error("--device needs --as_torch")
     return args
 
 
@@ -100,13 +109,17 @@ class ActionSampler:
     Pose modes hold the observed gripper pose plus a small random walk over the chunk (unit
     quaternions); joint modes move by small random amounts. Moves that are still invalid (a pose
     IK cannot reach) end the episode with info["error"], as in RLBench; the bench counts them.
+    The gripper changes with probability gripper_switch per env and call. Observations may be numpy
+    arrays or torch tensors (the few fields read here are copied to the host).
     """
 
-    def __init__(self, env: RLBenchVectorEnv, chunk: int, seed: int):
+    def __init__(self, env: RLBenchVectorEnv, chunk: int, seed: int, gripper_switch: float = GRIPPER_SWITCH_P):
         self.config = env.env_config
-        self.action_size = env.single_action_space.shape[0]
+        self.action_size = int(np.prod(env.single_action_space.shape or (1,)))
         self.chunk = chunk
         self.rng = np.random.default_rng(seed)
+        self.switch_z = NormalDist().inv_cdf(1.0 - gripper_switch) if 0.0 < gripper_switch < 1.0 else (
+            math.inf if gripper_switch <= 0.0 else -math.inf)  # P(normal > z) = gripper_switch
         self._banks: dict[int, np.ndarray] = {}
         self._calls = 0
 
@@ -121,6 +134,8 @@ class ActionSampler:
 
     def __call__(self, obs: dict[str, np.ndarray]) -> np.ndarray:
         """Actions (M, K, A) for the M envs whose observations are given."""
+        obs = {key: host(obs[key]) for key in ("gripper_open", "gripper_pose", "joint_positions",
+                                                "gripper_joint_positions") if key in obs}
         m, k, c = len(obs["gripper_open"]), self.chunk, self.config
         actions = np.empty((m, k, self.action_size), np.float32)
         normal = self._normal(m)
@@ -140,11 +155,26 @@ class ActionSampler:
             actions[..., :-1] = noise(0, 7, JOINT_NOISE)
         if c.gripper_mode == "discrete":
             gripper = np.asarray(obs["gripper_open"], np.float32)
-            switch = normal[:, 0, -1] > GRIPPER_SWITCH_Z
+            switch = normal[:, 0, -1] > self.switch_z
             actions[..., -1] = np.where(switch, 1.0 - gripper, gripper)[:, None]
         else:
             actions[..., -1] = np.clip(obs["gripper_joint_positions"][:, :1], 0.0, 0.04)
         return actions
+
+
+def host(array: Any) -> np.ndarray:
+    """A numpy array of a numpy array or a torch tensor (copied to the host where it lives on a device)."""
+    return array.cpu().numpy() if hasattr(array, "cpu") else np.asarray(array)
+
+
+def gpu_used_mb(device: str | None) -> float | None:
+    """Memory in use on a CUDA device by every process (torch's view of cudaMemGetInfo), else None."""
+    if device is None or not device.startswith("cuda"):
+        return None
+    import torch
+
+    free, total = torch.cuda.mem_get_info(torch.device(device))
+    return (total - free) / MB
 
 
 def count_errors(info: dict[str, Any]) -> int:
@@ -244,7 +274,8 @@ def make_env(args: argparse.Namespace, num_envs: int, on_worker_ready) -> RLBenc
         max_episode_steps=args.max_episode_steps, backend_options=args.backend_options,
         copy_obs=bool(args.copy_obs), seed=args.seed, max_chunk=args.action_chunk,
         envs_per_worker=args.envs_per_worker, spare_envs=args.spare_envs, eager_reset=bool(args.eager_reset),
-        cpu_affinity=args.cpu_affinity, record=record, on_worker_ready=on_worker_ready,
+        cpu_affinity=args.cpu_affinity, record=record, on_worker_ready=on_worker_ready, as_torch=args.as_torch,
+        device=args.device,
     )
 
 
@@ -290,10 +321,12 @@ def bench_rank(args: argparse.Namespace, info: RankInfo, dist) -> dict[str, Any]
     progress = Progress(enabled=not args.quiet and info.rank == 0)
     try:
         on_ready = progress.task("starting workers", num_envs)
+        gpu_before = gpu_used_mb(args.device)
         env = make_env(args, num_envs, lambda ready, total: on_ready(ready))
         with env:
             obs, _ = env.reset(seed=args.seed)
-            sample = ActionSampler(env, args.action_chunk, seed=args.seed + 7919 * info.rank)
+            sample = ActionSampler(env, args.action_chunk, seed=args.seed + 7919 * info.rank,
+                                   gripper_switch=args.gripper_switch)
             calls = math.ceil(args.steps / args.action_chunk)
             obs = env.step(sample(obs)[:, 0])[0]  # warm-up (first renders, caches), not timed
             if dist is not None:
@@ -310,6 +343,7 @@ def bench_rank(args: argparse.Namespace, info: RankInfo, dist) -> dict[str, Any]
                 min_envs, errors = None, run_sync(env, obs, sample, calls, advance)
             elapsed = time.perf_counter() - start
             usage = cpu.end(env.worker_pids, elapsed)
+            gpu_after = gpu_used_mb(args.device)
             stats = {key: float(value.sum()) for key, value in env.stats().items()}
             result = {
                 "rank": info.rank, "backend": env.env_config.backend, "num_envs": num_envs, "min_envs": min_envs,
@@ -318,6 +352,8 @@ def bench_rank(args: argparse.Namespace, info: RankInfo, dist) -> dict[str, Any]
                 "workers": len(env.worker_pids),
                 "gl_renderers": sorted({f["gl_renderer"] for f in env.worker_facts if f.get("gl_renderer")}),
                 "restarts": int(stats["restarts"]), **usage, **memory(env),
+                # the whole device's memory in use (every process) while the env runs, minus before it started
+                "gpu_memory_mb": None if gpu_after is None or gpu_before is None else gpu_after - gpu_before,
             }
             steps = max(stats["steps"], 1.0)
             for part in ("exec", "write", "ipc", "reset"):
@@ -337,6 +373,7 @@ def combine(args: argparse.Namespace, ranks: list[dict[str, Any]]) -> dict[str, 
         "num_envs": sum(r["num_envs"] for r in ranks), "steps": args.steps, "action_chunk": args.action_chunk,
         "async": args.async_, "min_envs": first["min_envs"], "copy_obs": bool(args.copy_obs),
         "record": args.record, "image_size": list(args.image_size), "cameras": args.cameras, "seed": args.seed,
+        "gripper_switch": args.gripper_switch, "as_torch": args.as_torch, "device": args.device,
         "env_steps": env_steps, "elapsed_s": max(r["elapsed_s"] for r in ranks),
         "sps": sum(r["sps"] for r in ranks), "startup_s": max(r["startup_s"] for r in ranks),
     }
@@ -348,6 +385,8 @@ def combine(args: argparse.Namespace, ranks: list[dict[str, Any]]) -> dict[str, 
     for key in ("cpu_machine_percent", "rss_main_mb", "rss_worker_mb_mean", "shm_mb"):
         result[key] = float(np.mean([r[key] for r in ranks]))
     result["rss_worker_mb_max"] = max(r["rss_worker_mb_max"] for r in ranks)
+    gpu = [r["gpu_memory_mb"] for r in ranks if r["gpu_memory_mb"] is not None]
+    result["gpu_memory_mb"] = sum(gpu) if gpu else None
     if len(ranks) > 1:
         result["ranks"] = ranks
     return result
@@ -380,6 +419,9 @@ def print_summary(result: dict[str, Any]) -> None:
     table.add_row("RSS main process", f"{r['rss_main_mb']:.0f} MB")
     table.add_row("RSS per worker (mean / max)", f"{r['rss_worker_mb_mean']:.0f} / {r['rss_worker_mb_max']:.0f} MB")
     table.add_row("shared memory block", f"{r['shm_mb']:.1f} MB" + (" per rank" if r["world_size"] > 1 else ""))
+    if r["gpu_memory_mb"] is not None:
+        table.add_row("GPU memory (device, all processes)",
+                      f"{r['gpu_memory_mb']:.0f} MB, {r['gpu_memory_mb'] / r['num_envs']:.2f} MB per env")
     table.add_row("CPU main / workers", f"{r['cpu_main_cores']:.2f} / {r['cpu_workers_cores']:.2f} cores")
     table.add_row("CPU machine busy", f"{r['cpu_machine_percent']:.0f}%")
     table.add_row("resets / invalid-action ends / restarts", f"{r['resets']} / {r['invalid_actions']} / {r['restarts']}")
@@ -404,7 +446,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
     dist = init_distributed(info)
     try:
         result = bench_rank(args, info, dist)
-        ranks = [result]
+        ranks: list[Any] = [result]
         if dist is not None:
             ranks = [None] * info.world_size
             dist.all_gather_object(ranks, result)

@@ -34,7 +34,7 @@ DEFAULT_LOW_DIM = tuple(name for name in LOW_DIM_FIELDS if name != "gripper_matr
 ARM_MODES = ("ik", "planning", "joint_velocity", "joint_position")
 POSE_ARM_MODES = ("ik", "planning")
 GRIPPER_MODES = ("discrete", "joint_position")
-BACKENDS = ("auto", "rlbench", "mujoco", "synthetic")
+BACKENDS = ("auto", "rlbench", "mujoco", "mjwarp", "synthetic")
 CHUNK_OBS = ("last", "all")
 AUTORESET_MODES = ("next_step", "same_step", "disabled")
 MAX_CHUNK = 65535  # a step command carries K in 16 bits
@@ -77,6 +77,7 @@ def integer(name: str, value: Any, low: int, high: int | None = None) -> int:
     """An integral value (Python or numpy) in [low, high], as int; ConfigError otherwise."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ConfigError(f"{name} must be an integer, got {value!r} ({type(value).__name__}).")
+    value = int(value)
     if value < low or (high is not None and value > high):
         bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
         raise ConfigError(f"{name} must be {bounds}, got {value}.")
@@ -101,7 +102,8 @@ class EnvConfig:
     """What one environment is. Field names follow RLBench's ObservationConfig and action modes.
 
     task: RLBench task name, snake_case or CamelCase. backend: "auto" (rlbench when installed, else
-    mujoco), "rlbench", "mujoco", "synthetic". cameras / modalities: which images are observed.
+    mujoco), "rlbench", "mujoco", "mjwarp" (the mujoco scene batched on a GPU), "synthetic".
+    cameras / modalities: which images are observed.
     image_size is (width, height) as in RLBench; image arrays are (height, width, ...).
     low_dim: low-dim fields (None: the backend's default). misc: add each camera's extrinsics,
     intrinsics, near and far (RLBench's Observation.misc). arm_mode / absolute_mode / gripper_mode:
@@ -131,7 +133,8 @@ class EnvConfig:
             raise ConfigError(f"task must be a task name such as 'reach_target', got {self.task!r}.")
         if not isinstance(self.image_size, (tuple, list)) or len(self.image_size) != 2:
             raise ConfigError(f"image_size must be two integers (width, height), got {self.image_size!r}.")
-        size = tuple(integer("image_size", s, 8, MAX_IMAGE_SIDE) for s in self.image_size)
+        size = (integer("image_size", self.image_size[0], 8, MAX_IMAGE_SIDE),
+                integer("image_size", self.image_size[1], 8, MAX_IMAGE_SIDE))
         if not isinstance(self.backend_options, Mapping):
             raise ConfigError(f"backend_options must be a dict, got {self.backend_options!r}.")
         from .backends import backend_class, resolve_backend  # the registry imports this module
@@ -211,6 +214,7 @@ class VectorConfig:
         max_restarts_total: beyond these a crash loop raises RestartBudgetExceeded.
     recycle_after_episodes / max_worker_rss_mb: replace a worker between episodes once its envs
         ran that many episodes each, or its memory passed that many MB (simulators that leak).
+        Like spare_envs, these need autoreset_mode="next_step".
     display: None picks per backend (own Xvfb per worker when the simulator needs X, rendering on an
         NVIDIA GPU where the worker's self-test gets one, else on the CPU); "xvfb-gpu" insists on the
         GPU, "xvfb-cpu" on Mesa; "shared" uses the existing $DISPLAY; a string like ":0.1" or a list
@@ -266,8 +270,12 @@ class VectorConfig:
             values["recycle_after_episodes"] = integer("recycle_after_episodes", self.recycle_after_episodes, 1)
         if self.max_worker_rss_mb is not None:
             values["max_worker_rss_mb"] = positive("max_worker_rss_mb", self.max_worker_rss_mb, "MB")
-        if values["spare_envs"] and values["autoreset_mode"] != "next_step":
-            raise ConfigError("spare_envs take over envs at a next-step autoreset; use autoreset_mode='next_step'.")
+        if values["autoreset_mode"] != "next_step":
+            # both hand an env to another instance at its next-step autoreset
+            for name in ("spare_envs", "recycle_after_episodes", "max_worker_rss_mb"):
+                if getattr(self, name):
+                    raise ConfigError(f"{name} hands envs to fresh instances at a next-step autoreset; "
+                                      f"use autoreset_mode='next_step' (got {values['autoreset_mode']!r}).")
         if self.device is not None and not self.as_torch:
             raise ConfigError(f"device={self.device!r} needs as_torch=True (devices hold torch tensors).")
         return replace(self, **values)

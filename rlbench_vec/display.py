@@ -117,7 +117,7 @@ class Display:
     def _numbered(self, number: int) -> None:
         """The own Xvfb reported its number: name the display and record it beside its Xauthority."""
         self.name = self._record["display"] = f":{number}"
-        self.environ = {"DISPLAY": self.name, "XAUTHORITY": self.xauthority}
+        self.environ = {"DISPLAY": self.name, "XAUTHORITY": self.xauthority or ""}
         record = Path(self._record["display_dir"]) / "display.json"
         record.write_text(json.dumps(self._record))
 

@@ -20,7 +20,7 @@ class RankInfo:
 
     @classmethod
     def from_env(cls) -> RankInfo:
-        read = lambda name, default: int(os.environ.get(name, default))
+        read = lambda name, default: int(os.environ.get(name) or default)
         world = read("WORLD_SIZE", 1)
         return cls(read("RANK", 0), world, read("LOCAL_RANK", 0), read("LOCAL_WORLD_SIZE", world))
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .backends import backend_class
 from .config import EnvConfig, VectorConfig
 from .distributed import worker_cpus
 from .errors import RestartBudgetExceeded, WorkerError, WorkerStartError
@@ -201,16 +202,19 @@ class Pool:
     """All workers of one vector env and the state of its envs."""
 
     def __init__(self, config: EnvConfig, vc: VectorConfig, buffers: SharedBuffers, envs_per_worker: int,
-                 before_refill: Callable[[int], None]):
+                 before_refill: Callable[[int], None], on_device_pages: Callable[[list], None] | None = None):
         n, self.num_envs = vc.num_envs, vc.num_envs
         self.config, self.vc, self.buffers = config, vc, buffers
         self.before_refill = before_refill  # called with a page before workers may write it again
+        self.steps_in_parallel = backend_class(config.backend).steps_in_parallel
+        self.on_device_pages = on_device_pages  # called with a started worker's device pages, if it has some
         # start-up logs: /dev/shm files named like our segments, so a killed owner's are swept too
         self.boot_prefix = os.path.join(SHM_DIR, segment_name(secrets.token_hex(6)) + "-boot")
         self.poller = Poller()
         total = n + vc.spare_envs
         self.workers: list[WorkerHandle] = []
         self.retired: list[WorkerHandle] = []
+        self.next_worker_index = 0  # never reused: a recycled worker's number must not collide with a live one
         self.inst_worker: list[WorkerHandle] = []
         self.inst_local = np.zeros(0, np.int64)
         self.inst_wid = np.zeros(0, np.int64)  # the worker's number, for grouping entries by worker
@@ -241,16 +245,18 @@ class Pool:
 
     # ------------------------------------------------------------------ workers
     def _add_worker(self, instances: Iterable[int], cpus: list | None) -> WorkerHandle:
-        vc, index = self.vc, len(self.workers) + len(self.retired)
+        vc, index = self.vc, self.next_worker_index
+        self.next_worker_index += 1
         instances = tuple(instances)
         display = vc.display[index % len(vc.display)] if isinstance(vc.display, (list, tuple)) else vc.display
         # a worker renders the video cameras only if one of its envs records (spares: if any may)
-        records = vc.video is not None and any(
-            vc.video.records(i) if i < vc.num_envs else vc.video.env_ids is None for i in instances)
-        config = replace(self.config, video_cameras=vc.video.cameras) if records else self.config
+        video = vc.video
+        records = video is not None and any(
+            video.records(i) if i < vc.num_envs else video.env_ids is None for i in instances)
+        config = replace(self.config, video_cameras=video.cameras) if video is not None and records else self.config
         spec = WorkerSpec(
             worker_index=index, instances=instances, config=config, shm_name=self.buffers.name,
-            fields=self.buffers.fields, max_chunk=vc.max_chunk, chunk_obs=vc.chunk_obs,
+            fields=self.buffers.fields, max_chunk=vc.max_chunk, chunk_obs=vc.chunk_obs, rows=vc.num_envs,
             autoreset_mode=vc.autoreset_mode, eager_reset=vc.eager_reset, display=display,
             cpu_affinity=None if cpus is None else cpus[index % len(cpus)], video=vc.video,
         )
@@ -272,6 +278,11 @@ class Pool:
                 ready += 1
                 if on_ready is not None:
                     on_ready(ready, len(self.workers))
+        for handle in self.workers:  # spares are reset ahead, ready to take over from the first episode end
+            spares = [local for local, instance in enumerate(handle.instances.tolist()) if instance in self.spares]
+            if spares:
+                handle.plan = {local: (-1, HOLD, SPARE, None) for local in spares}
+                self._send_plan(handle)
 
     def _start_failed(self, handle: WorkerHandle, message: str, worker_traceback: str = "") -> None:
         """A worker could not start. At first start that is fatal (a restart would fail the same way);
@@ -313,9 +324,13 @@ class Pool:
         goes to its own slot (a full batch); else to the next free slot (a partial batch)."""
         page = self.buffers.filling
         dest = envs if ordered else np.full(len(envs), CLAIM)
+        full = len(envs) == self.num_envs
         for handle, entries in self._entries_by_worker(envs, dest).items():
-            handle.send(STEP, entries, self.vc.step_timeout_s * k * len(entries)
-                        + self.vc.reset_timeout_s * self._resets_before_answer(handle), page, k)
+            # in a full batch every env of the worker is in the command, the rest of its instances spares
+            resets = (int(self.over[entries["env"]].sum()) + len(handle.instances) - len(entries) if full
+                      else self._resets_before_answer(handle))
+            steps = 1 if self.steps_in_parallel else len(entries)
+            handle.send(STEP, entries, self.vc.step_timeout_s * k * steps + self.vc.reset_timeout_s * resets, page, k)
         self._mark(envs, STEP, k)
 
     def reset(self, envs: np.ndarray, seeds: list, options: list, kinds: list) -> None:
@@ -372,7 +387,7 @@ class Pool:
         return buffered or self.poller.wait(timeout_s)
 
     def _read(self, handle: WorkerHandle) -> list[WorkerHandle]:
-        started = []
+        started: list[WorkerHandle] = []
         while handle.process is not None:
             try:
                 (seq, status), records, payload = handle.reader.read()
@@ -392,7 +407,10 @@ class Pool:
                 if status == FAILED:
                     self._start_failed(handle, *payload)
                     return started
-                handle.ready, handle.ran, handle.facts = True, True, payload
+                handle.ready, handle.ran = True, True
+                handle.facts = {key: value for key, value in payload.items() if key != "pages"}
+                if "pages" in payload and self.on_device_pages is not None:
+                    self.on_device_pages(payload["pages"])
                 os.unlink(handle.boot_log)
                 started.append(handle)
             elif status == FAILED:
@@ -444,7 +462,7 @@ class Pool:
                 self.page_done[page][slot] = True
                 if answers_step:
                     account[A_STEPS] += executed
-            if flags & HAS_PAYLOAD:
+            if flags & HAS_PAYLOAD and payload is not None:
                 self.extra[env] = payload[env]
 
     @staticmethod
@@ -509,7 +527,7 @@ class Pool:
 
     def _claimed_slot(self, handle: WorkerHandle, env: int) -> int:
         """The slot a dead worker claimed for env and never filled (the restart fills it), else CLAIM."""
-        for page in {self.buffers.filling, self.draining} - {None}:
+        for page in {self.buffers.filling} | ({self.draining} if self.draining is not None else set()):
             claimed = self.buffers.claimed(page)
             hole = np.flatnonzero((self.buffers.arrays[f"page{page}/env"][:claimed] == env)
                                   & ~self.page_done[page][:claimed])
@@ -721,6 +739,7 @@ class Pool:
         self._forget_display(handle)
         if handle.process is not None and handle.process.is_alive():
             handle.send(CLOSE, np.zeros(0, ENTRY), CLOSE_TIMEOUT_S)
+        self.poller.remove(handle)  # its exit is expected: _reap_retired joins it, nothing restarts it
 
     def _reap_retired(self) -> None:
         for handle in list(self.retired):

@@ -72,8 +72,10 @@ def send_command(fd: int, command: int, seq: int, entries: np.ndarray, page: int
     _write_all(fd, [header, entries.tobytes(), payload])
 
 
-def send_reply(fd: int, seq: int, status: int, records: np.ndarray, payload: Any = None) -> None:
-    body = dumps(payload)
+def send_reply(fd: int, seq: int, status: int, records: np.ndarray, payload: Any = None,
+               pickled: bytes | None = None) -> None:
+    """pickled: the payload already pickled (e.g. by a pickler that shares CUDA tensors)."""
+    body = dumps(payload) if pickled is None else pickled
     _write_all(fd, [REPLY_HEADER.pack(seq, status, len(records), len(body)), records.tobytes(), body])
 
 

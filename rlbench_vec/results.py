@@ -36,10 +36,11 @@ class Batch:
         return int(self.widths.max(initial=1))
 
 
-def add_info(infos: dict[str, Any], info: Mapping[str, Any], row: int, n: int) -> dict[str, Any]:
+def add_info(infos: dict[str, Any], info: Mapping[str, Any], row: int, n: int) -> dict[str, Any]:  # noqa: C901
     """gymnasium's vector info: info[key] an array over the batch and info['_key'] its mask; dicts
     nest, arrays stack, final_obs and other objects go into object arrays (VectorEnv._add_info)."""
     for key, value in info.items():
+        array: Any
         if isinstance(value, dict) and key != "final_obs":
             array = add_info(infos.get(key, {}), value, row, n)
         else:
@@ -81,6 +82,11 @@ def outcomes(outcome: np.ndarray, batch: Batch) -> tuple[np.ndarray, np.ndarray,
     return reward, flags[:, 0], flags[:, 1], flags[:, 2]
 
 
+def _copy(array: Any) -> Any:
+    """A copy of a numpy array, or of a torch tensor (device observations), where it lives."""
+    return array.copy() if isinstance(array, np.ndarray) else array.clone()
+
+
 def assemble(batch: Batch, obs: Mapping[str, np.ndarray], outcome: np.ndarray,
              chunk: Mapping[str, np.ndarray] | None, chunked: bool, copy: bool):
     """The user's result for a batch. obs / chunk: the page's arrays (views of shared memory).
@@ -90,14 +96,14 @@ def assemble(batch: Batch, obs: Mapping[str, np.ndarray], outcome: np.ndarray,
         raise batch.errors[0]
     rows = batch.rows
     reward, terminated, truncated, executed = outcomes(outcome, batch)
-    observations = {key: view[:rows].copy() if copy else view[:rows] for key, view in obs.items()}
+    observations = {key: _copy(view[:rows]) if copy else view[:rows] for key, view in obs.items()}
     info = merge_infos(batch.infos) if any(batch.infos) else {}
     if not chunked:
         return observations, reward[:, 0], terminated[:, 0], truncated[:, 0], info
     info["executed"] = executed
     if chunk:
         k = batch.k
-        info["chunk_observations"] = {key: view[:rows, :k].copy() if copy else view[:rows, :k]
+        info["chunk_observations"] = {key: _copy(view[:rows, :k]) if copy else view[:rows, :k]
                                       for key, view in chunk.items()}
     return observations, reward, terminated, truncated, info
 

@@ -90,7 +90,7 @@ def _pid_alive(pid: int) -> bool:
 
 def sweep_stale_segments() -> list[str]:
     """Unlink segments whose owning process is gone (it was killed before it could unlink them)."""
-    swept = []
+    swept: list[str] = []
     try:
         names = os.listdir(SHM_DIR)
     except FileNotFoundError:
@@ -135,10 +135,6 @@ class SharedBuffers:
         finally:
             os.close(fd)
         return cls(name, fields, mapping, None)
-
-    def row(self, prefix: str, index: int) -> dict[str, np.ndarray]:
-        """Env `index`'s slice of every array named `prefix/<key>`, keyed by <key>."""
-        return {key: array[index, ...] for key, array in self.group(prefix).items()}
 
     def group(self, prefix: str) -> dict[str, np.ndarray]:
         """Every array named `prefix/<key>` (all envs), keyed by <key>."""

@@ -62,10 +62,9 @@ def observation_spec(config: EnvConfig) -> dict[str, ArraySpec]:
     }
     if config.misc:
         spec.update({f"{camera}_camera_{name}": s for camera in config.cameras for name, s in CAMERA_MISC.items()})
-    task_state_size = (
-        backend_class(config.backend).task_state_size(config) if "task_low_dim_state" in config.low_dim else 0
-    )
-    spec.update({name: low_dim_spec(name, task_state_size) for name in config.low_dim})
+    low_dim = config.low_dim or ()
+    task_state_size = backend_class(config.backend).task_state_size(config) if "task_low_dim_state" in low_dim else 0
+    spec.update({name: low_dim_spec(name, task_state_size) for name in low_dim})
     return spec
 
 

@@ -86,6 +86,7 @@ class TensorConverter:
         self._pages = [dict(views) for views in pages]
         self._shared = [{key: torch.from_numpy(view) for key, view in views.items()} for views in self._pages]
         self._pending: dict[int, Any] = {}  # page -> the torch.cuda.Event ending the last DMA reading it
+        self._device_pages = False  # results are a device backend's page tensors, read by the user's kernels
         self._unregister: weakref.finalize | None = None
         self.pinned = False
         if self.device.type == "cuda":
@@ -99,6 +100,8 @@ class TensorConverter:
             self.device = torch.device("cuda", torch.cuda.current_device())
         self._stream = torch.cuda.Stream(self.device)
         self._spans = []
+        if not any(self._pages):  # the backend keeps observations on its device: nothing to pin
+            return
         for views, shared in zip(self._pages, self._shared):
             # a page's whole observation span as one byte tensor (the views keep the memory mapped), and
             # where each key lies in it
@@ -120,6 +123,12 @@ class TensorConverter:
         if "executed" in info:
             small["executed"] = info["executed"]
         chunk_obs = info.get("chunk_observations")
+        if obs and not isinstance(next(iter(obs.values())), np.ndarray):  # tensors of a device backend already
+            obs = {key: value.to(self.device) for key, value in obs.items()}
+            self._device_pages = self.device.type == "cuda"
+            moved = {key: self._torch.from_numpy(value).to(self.device) for key, value in small.items()}
+            info.update({"executed": moved.pop("executed")} if "executed" in moved else {})
+            return obs, moved["reward"], moved["terminated"], moved["truncated"], info
         if self.device.type == "cpu":
             out = dict(self._shared[page]) if whole_page else {k: self._torch.from_numpy(v) for k, v in obs.items()}
             moved = {k: self._torch.from_numpy(v) for k, v in small.items()}
@@ -177,10 +186,14 @@ class TensorConverter:
 
     def wait_copies(self, page: int) -> None:
         """Block until no copy still reads this page. The engine calls this before workers may write
-        it again."""
+        it again. Pages a device backend shares are read by the user's own kernels, queued by now (the
+        next step was asked for): wait for the current stream, so the worker cannot overwrite a page
+        that work queued on it still reads."""
         event = self._pending.pop(page, None)
         if event is not None:
             event.synchronize()
+        if self._device_pages:
+            self._torch.cuda.current_stream(self.device).synchronize()
 
     def close(self) -> None:
         """Finish the copies in flight and unpin the shared block (before it is unmapped)."""

@@ -31,7 +31,7 @@ from gymnasium.vector.utils import batch_space
 
 from . import shm
 from .backends import backend_class
-from .backends.base import Backend, Demo
+from .backends.base import Demo
 from .config import EnvConfig, VectorConfig, integer, split_options
 from .display import check_display, sweep_stale_displays
 from .distributed import rank_seed
@@ -65,7 +65,8 @@ def _pickled(payload: Any, what: str) -> bytes:
 
 def buffer_plan(layout: dict[str, ArraySpec], n: int, max_chunk: int, every_obs: bool,
                 action_dim: int) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """The shared block: two pages of result slots (one per env each), the actions, the claim counters."""
+    """The shared block: two pages of result slots (one per env each), the actions, the claim counters.
+    An empty layout leaves the observations out (a backend that keeps them on its device)."""
     plan: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
     for page in (0, 1):
         plan.update({f"page{page}/obs/{key}": ((n, *s.shape), s.dtype) for key, s in layout.items()})
@@ -152,10 +153,11 @@ class RLBenchVectorEnv(VectorEnv):
         backend_type = backend_class(config.backend)
         backend_type.validate(config)
         vc = vector_config.validated()
-        if vc.video is not None and backend_type.render_rgb is Backend.render_rgb:
+        if vc.video is not None and not backend_type.renders_video(config):
             raise ConfigError(f"the {config.backend} backend renders no video frames: record with another backend.")
         self.env_config, self.vector_config = config, vc
-        self.metadata = {**type(self).metadata, "autoreset_mode": AUTORESET[vc.autoreset_mode]}
+        self.autoreset_mode = AUTORESET[vc.autoreset_mode]  # read by wrappers such as TorchRL's GymWrapper
+        self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         n = self.num_envs = vc.num_envs
         layout = observation_spec(config)
         self._action_size = action_size(config)
@@ -171,7 +173,8 @@ class RLBenchVectorEnv(VectorEnv):
             raise ConfigError(f"display lists {len(vc.display)} displays for {workers} workers ({per_worker} envs "
                               "each); give one per worker or a single string for all.")
         check_display(vc.display, backend_type.needs_display(config))
-        plan = buffer_plan(layout, n, vc.max_chunk, vc.chunk_obs == "all", self._action_size)
+        on_device = backend_type.observations_on_device(config)
+        plan = buffer_plan({} if on_device else layout, n, vc.max_chunk, vc.chunk_obs == "all", self._action_size)
         check_resources(plan, workers)
         shm.sweep_stale_segments()
         sweep_stale_displays()
@@ -181,14 +184,16 @@ class RLBenchVectorEnv(VectorEnv):
         self._to_tensors: Any = None
         try:
             buffers = self._resources.buffers = shm.SharedBuffers.create(plan)
-            self._pages = [{"obs": buffers.group(f"page{p}/obs"), "chunk": buffers.group(f"page{p}/chunk"),
-                            "outcome": buffers.arrays[f"page{p}/outcome"]} for p in (0, 1)]
+            self._pages: list[dict[str, Any]] = [
+                {"obs": buffers.group(f"page{p}/obs"), "chunk": buffers.group(f"page{p}/chunk"),
+                 "outcome": buffers.arrays[f"page{p}/outcome"]} for p in (0, 1)]
             self._actions = buffers.arrays["actions"]
             if vc.as_torch:  # inside the try: no torch or no GPU must not leak the block
                 from .tensors import TensorConverter
 
                 self._to_tensors = TensorConverter([page["obs"] for page in self._pages], vc.device)
-            self._pool = self._resources.pool = Pool(config, vc, buffers, per_worker, self._wait_copies)
+            self._pool = self._resources.pool = Pool(config, vc, buffers, per_worker, self._wait_copies,
+                                                     self._use_device_pages if on_device else None)
             started = time.monotonic()
             self._pool.start(on_worker_ready)
             self.start_time_s = time.monotonic() - started
@@ -204,6 +209,11 @@ class RLBenchVectorEnv(VectorEnv):
         self._stats_baseline = self._stats_now()
         self._last_stats: dict[str, np.ndarray] | None = None
         self.closed = False
+
+    def _use_device_pages(self, pages: list[dict[str, dict[str, Any]]]) -> None:
+        """A worker that keeps observations on its device shared its two pages (again after a restart)."""
+        for ours, theirs in zip(self._pages, pages):
+            ours["obs"], ours["chunk"] = theirs["obs"], theirs.get("chunk", {})
 
     def _wait_copies(self, page: int) -> None:
         """With device="cuda", copies out of a page may still run: workers must not write it yet."""
@@ -271,7 +281,14 @@ class RLBenchVectorEnv(VectorEnv):
     # ------------------------------------------------------------------ results
     def _result(self, batch: Batch, chunked: bool):
         page = self._pages[batch.page]
-        result = assemble(batch, page["obs"], page["outcome"], page["chunk"], chunked, self.vector_config.copy_obs)
+        on_device = self._to_tensors is None and not isinstance(next(iter(page["obs"].values()), None), np.ndarray)
+        copy = self.vector_config.copy_obs and not on_device  # leaving the device copies already
+        result = assemble(batch, page["obs"], page["outcome"], page["chunk"], chunked, copy)
+        if on_device and page["obs"]:  # numpy asked for: copy the observations to the host
+            result = ({key: value.cpu().numpy() for key, value in result[0].items()}, *result[1:])
+            chunk = result[4].get("chunk_observations")
+            if chunk is not None:
+                result[4]["chunk_observations"] = {key: value.cpu().numpy() for key, value in chunk.items()}
         if self._to_tensors is not None:
             result = self._to_tensors(result, batch.page, batch.rows == self.num_envs and not self.vector_config.copy_obs)
         return result
@@ -291,7 +308,7 @@ class RLBenchVectorEnv(VectorEnv):
         return batch
 
     # ------------------------------------------------------------------ gymnasium API
-    def _reset_seeds(self, seed: int | Sequence[int] | None) -> list[int | None]:
+    def _reset_seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
         if seed is None and self._first_reset:
             seed = self.vector_config.seed
         if seed is None or not isinstance(seed, (list, tuple, np.ndarray)):
@@ -321,7 +338,7 @@ class RLBenchVectorEnv(VectorEnv):
         _pickled(merged, "reset options")
         return merged, mask
 
-    def reset(self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None):
         """Reset every env (or, with autoreset_mode="disabled", those in options["reset_mask"]).
         seed: an int gives env i seed + i (+ RANK * num_envs under torchrun, so ranks never share
         seeds); a list gives one seed per env; None uses the constructor's seed on the first reset and
@@ -493,7 +510,7 @@ class RLBenchVectorEnv(VectorEnv):
             self._start_calls("__setattr__", (name, value), {}, [env], False, self.vector_config.step_timeout_s)
         self._raise_first(dict(self.call_wait()))
 
-    def render(self, camera: str = "front") -> np.ndarray:
+    def render(self, camera: str = "front") -> np.ndarray:  # type: ignore[override]  # a camera to choose
         """An rgb frame of `camera` from every env, stacked: (num_envs, H, W, 3) uint8."""
         return np.stack(self._call_each("render_rgb", (camera,), {}, None, False, self.vector_config.step_timeout_s))
 
@@ -552,6 +569,9 @@ class RLBenchVectorEnv(VectorEnv):
             self._last_stats = self._stats_now()
         if getattr(self, "_to_tensors", None) is not None:
             self._to_tensors.close()  # unpin the block before it is unlinked
+        # A device backend's pages are CUDA IPC mappings of its worker's memory: let them go before the worker
+        # exits (else the env, kept alive by its pool's callback until a garbage collection, holds them on).
+        self._pages = []
         if getattr(self, "_finalizer", None) is not None:
             self._finalizer()
         self.closed = True

@@ -14,6 +14,7 @@ import select
 import signal
 import time
 from dataclasses import dataclass
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 import numpy as np
@@ -26,24 +27,31 @@ from .protocol import (
     CALL,
     CLAIM,
     CLOSE,
+    ENV,
     EPISODE_OVER,
     ERROR,
+    EXEC_S,
+    EXECUTED_ACTIONS,
     FAILED,
+    FLAGS,
     HAS_PAYLOAD,
     HOLD,
     NOTICE,
     OBSERVE,
     OK,
+    PAGE,
     RECORD_FIELDS,
     RESET,
     RESTARTED,
     RESULT,
+    SLOT,
     SPARE,
     STEP,
     command_reader,
     send_reply,
 )
 from .shm import SharedBuffers
+from .spec import observation_spec
 
 REWARD, TERMINATED, TRUNCATED, EXECUTED = range(4)  # rows of a slot's `outcome` block (4, max_chunk)
 EXEC, WRITE, RESET_TIME = range(3)  # columns of the per-instance seconds not yet reported
@@ -61,6 +69,7 @@ class WorkerSpec:
     fields: list
     max_chunk: int
     chunk_obs: str
+    rows: int  # slots per result page (num_envs)
     autoreset_mode: str
     eager_reset: bool
     display: Any
@@ -91,7 +100,10 @@ class Delivery:
 class Runner:
     """Runs the commands of one worker over its EnvGroup."""
 
-    def __init__(self, group: EnvGroup, buffers: SharedBuffers, spec: WorkerSpec):
+    def __init__(self, group: EnvGroup, buffers: SharedBuffers, spec: WorkerSpec,
+                 device_pages: list[dict[str, dict[str, Any]]] | None = None):
+        """device_pages: per page, "obs" (and "chunk") arrays that the group keeps on its device,
+        instead of the shared block's."""
         g = group.size
         self.group = group
         self.buffers = buffers
@@ -107,14 +119,17 @@ class Runner:
         self.reset_infos: list[Any] = [None] * g
         self.seconds = np.zeros((g, 3))
         self.actions = buffers.arrays["actions"]
-        self.pages = [
-            {"obs": buffers.group(f"page{p}/obs"), "outcome": buffers.arrays[f"page{p}/outcome"],
+        self.layout = observation_spec(spec.config)
+        observations = device_pages or [
+            {"obs": buffers.group(f"page{p}/obs"), "chunk": buffers.group(f"page{p}/chunk")} for p in (0, 1)]
+        self.pages: list[dict[str, Any]] = [
+            {"obs": observations[p]["obs"], "outcome": buffers.arrays[f"page{p}/outcome"],
              "env": buffers.arrays[f"page{p}/env"]}
             for p in (0, 1)
         ]
         # the observation after sub-step t of a chunk: one views dict per page and t, made once
         self.chunk_views = [
-            [{key: view[:, t] for key, view in buffers.group(f"page{p}/chunk").items()} for t in range(spec.max_chunk)]
+            [{key: view[:, t] for key, view in observations[p].get("chunk", {}).items()} for t in range(spec.max_chunk)]
             for p in (0, 1)
         ] if spec.chunk_obs == "all" else None
         self.recorders: dict[int, Any] = {}
@@ -177,11 +192,12 @@ class Runner:
             running = np.flatnonzero(~special)
         else:
             running = np.arange(m)
-        every = self.chunk_views is not None  # sub-step observations need their slots at once
-        slots, pages = self._slots(page, entries, every)
-        self._run(d, local, envs, k, running, slots if every else None, pages)
-        if not every:
-            slots, pages = self._slots(page, entries, True)
+        # claim slots after stepping, so a slow env holds no slot while it steps; but sub-step
+        # observations (chunk_obs="all") need their slots from the first sub-step
+        slots, pages = self._slots(page, entries) if self.chunk_views is not None else (None, page)
+        self._run(d, local, envs, k, running, slots, pages)
+        if slots is None:
+            slots, pages = self._slots(page, entries)
         return self._deliver(d, entries, slots, pages, k)
 
     def _notify(self, d: Delivery, position: int, i: int) -> None:
@@ -203,7 +219,7 @@ class Runner:
             self.over[i] = True
 
     def _run(self, d: Delivery, local: np.ndarray, envs: np.ndarray, k: int, active: np.ndarray,
-             slots: np.ndarray | None, pages: np.ndarray | None) -> None:
+             slots: np.ndarray | None, pages: Any) -> None:
         """Up to k actions for the entries at `active`, each stopping at its episode's end."""
         for t in range(k):
             if not len(active):
@@ -214,11 +230,16 @@ class Runner:
             self.elapsed[i] += 1
             terminated = result.terminated.astype(bool)
             truncated = (self.elapsed[i] >= self.max_steps) & ~terminated
+            if result.truncated is not None:
+                truncated |= result.truncated.astype(bool) & ~terminated
             ended = terminated | truncated
             for j, error in result.errors.items():
                 d.error(int(active[j]), error)
                 terminated[j], ended[j] = False, True  # not the task's termination: the episode is simply over
-            d.outcome[active, :, t] = np.stack([result.reward, terminated, truncated, np.ones(len(i))], axis=1)
+            d.outcome[active, REWARD, t] = result.reward
+            d.outcome[active, TERMINATED, t] = terminated
+            d.outcome[active, TRUNCATED, t] = truncated
+            d.outcome[active, EXECUTED, t] = 1.0
             for j, info in result.infos.items():
                 d.info(int(active[j])).update(info)
             self._capture(i)
@@ -236,8 +257,7 @@ class Runner:
             self.over[local], self.ready[local] = True, False
             return
         # same-step autoreset: the final observation goes into the info, the slot gets the new episode's
-        final = [{key: np.empty(view.shape[1:], view.dtype) for key, view in self.pages[0]["obs"].items()}
-                 for _ in range(len(local))]
+        final = [{key: np.empty(s.shape, s.dtype) for key, s in self.layout.items()} for _ in range(len(local))]
         for i, out in zip(local.tolist(), final):
             self.group.write_one(i, out)
         self._reset(local, [None] * len(local), [None] * len(local))
@@ -246,16 +266,13 @@ class Runner:
             self._take_reset(d, position, i)
             d.info(position).update(final_obs=final[j], final_info=final_info)
 
-    def _slots(self, page: int, entries: np.ndarray, claim: bool) -> tuple[np.ndarray | None, Any]:
+    def _slots(self, page: int, entries: np.ndarray) -> tuple[np.ndarray, Any]:
         """Each entry's slot and page: its fixed destination, or a claimed slot of the filling page.
-        The page is one int when every entry's is the same (the usual case), else an array. (None,
-        page) while claims are deferred and some entry needs one."""
+        The page is one int when every entry's is the same (the usual case), else an array."""
         dest = entries["dest"]
         claims = np.flatnonzero(dest == CLAIM)
         if not len(claims):
             return dest, page
-        if not claim:
-            return None, page
         claimed_page, first = self.buffers.claim(entries["env"][claims])
         slots = dest.copy()
         slots[claims] = first + np.arange(len(claims))
@@ -268,7 +285,7 @@ class Runner:
     @staticmethod
     def _by_page(pages: Any, wanted: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """The positions in `wanted` (indices) grouped by their page."""
-        if np.isscalar(pages):
+        if isinstance(pages, (int, np.integer)):
             return [(int(pages), wanted)] if len(wanted) else []
         return [(p, wanted[pages[wanted] == p]) for p in (0, 1) if (pages[wanted] == p).any()]
 
@@ -277,7 +294,7 @@ class Runner:
         """Observations into their slots: the result's, or (t) a chunk's sub-step t. Returns the
         failures by position."""
         start = time.perf_counter()
-        errors = {}
+        errors: dict[int, tuple[str, str]] = {}
         for p, on in self._by_page(pages, np.arange(len(local))):
             views = self.pages[p]["obs"] if t is None or self.chunk_views is None else self.chunk_views[p][t]
             errors.update({int(on[j]): e for j, e in self.group.observe(local[on], views, slots[on]).items()})
@@ -288,8 +305,9 @@ class Runner:
                  k: int) -> tuple[np.ndarray, dict | None]:
         """Write outcomes and observations of the entries with a destination; build the records."""
         local, envs = entries["instance"], entries["env"]
-        delivered = entries["dest"] != HOLD
-        wanted = np.arange(len(local)) if delivered.all() else np.flatnonzero(delivered)
+        held = entries["dest"] == HOLD
+        delivered: Any = True if not held.any() else ~held
+        wanted = np.arange(len(local)) if delivered is True else np.flatnonzero(delivered)
         for p, on in self._by_page(pages, wanted):
             page = self.pages[p]
             page["env"][slots[on]] = envs[on]
@@ -303,8 +321,13 @@ class Runner:
                 self.over[local[seen[j]]] = True
         if d.extra:
             d.flags[list(d.extra)] |= HAS_PAYLOAD
-        records = np.column_stack([envs, np.where(delivered, slots, -1), np.broadcast_to(pages, len(local)), d.flags,
-                                   d.outcome[:, EXECUTED].sum(axis=1), self.seconds[local]])
+        records = np.empty((len(local), len(RECORD_FIELDS)))
+        records[:, ENV] = envs
+        records[:, SLOT] = slots if delivered is True else np.where(delivered, slots, -1)
+        records[:, PAGE] = pages
+        records[:, FLAGS] = d.flags
+        records[:, EXECUTED_ACTIONS] = d.outcome[:, EXECUTED].sum(axis=1)
+        records[:, EXEC_S:] = self.seconds[local]
         self.seconds[local] = 0.0
         return records, {int(envs[p]): extra for p, extra in d.extra.items()} or None
 
@@ -334,7 +357,7 @@ class Runner:
                     self.notice[i] = False
                     d.flags[position] |= RESTARTED
                 self._take_reset(d, position, i)
-        slots, pages = self._slots(page, entries, True)
+        slots, pages = self._slots(page, entries)
         return self._deliver(d, entries, slots, pages, 1)
 
     def call(self, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None]:
@@ -419,7 +442,7 @@ def worker_main(spec: WorkerSpec, conn) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     from .backends import backend_class
 
-    display = runner = None
+    display = runner = device_pages = None
     group: EnvGroup | None = None
     fd = conn.fileno()
     die_with_parent(spec.parent_pid, spec.parent_is_main_thread, lambda: display is None or display.alive())
@@ -438,12 +461,17 @@ def worker_main(spec: WorkerSpec, conn) -> None:
             display = open_display(spec.display, backend_type.needs_display(spec.config), spec.worker_index)
         buffers = SharedBuffers.attach(spec.shm_name, spec.fields)
         group = backend_type.make_group(spec.config, spec.instances)
-        runner = Runner(group, buffers, spec)
+        device_pages = group.device_pages(observation_spec(spec.config), spec.rows, spec.max_chunk,
+                                          spec.chunk_obs == "all")
+        runner = Runner(group, buffers, spec, device_pages)
     except Exception as error:
         send_reply(fd, 0, FAILED, NO_RECORDS, failure(error))
         _shutdown(group, display)
         return
-    send_reply(fd, 0, OK, NO_RECORDS, _facts(display))
+    facts = _facts(display)
+    if device_pages is not None:  # shared once with the main process (CUDA IPC for torch tensors)
+        facts["pages"] = [{part: dict(views) for part, views in page.items()} for page in device_pages]
+    send_reply(fd, 0, OK, NO_RECORDS, facts, bytes(ForkingPickler.dumps(facts)) if device_pages is not None else None)
     release_boot_output()
     try:
         serve(fd, runner)

@@ -375,3 +375,36 @@ def test_recycled_workers_hand_their_envs_over_between_episodes(make_env):
     assert all(recycled)
     assert not old & set(env.worker_pids), "the old workers are gone"
     assert env.stats()["recycles"].tolist() == [1, 1] and env.stats()["restarts"].sum() == 0
+
+
+def live_workers(parent) -> list:
+    import psutil
+
+    live = []
+    for child in parent.children():
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(child.cmdline()):
+                live.append(child)
+        except psutil.Error:
+            pass  # exited meanwhile
+    return live
+
+
+def test_recycling_runs_for_many_generations_without_restarts_or_leftover_processes(make_env):
+    import psutil
+
+    env = make_env(num_envs=3, envs_per_worker=1, cameras=(), recycle_after_episodes=1,
+                   backend_options={"episode_length": 2, "step_cost_s": 0.01})
+    env.reset(seed=0)
+    me, expected, deadline = psutil.Process(), [0, 0, 0], time.monotonic() + 120
+    while env.stats()["recycles"].min() < 4 and time.monotonic() < deadline:
+        obs, _, _, _, info = env.step(zeros(3))
+        expected = [0 if a else e + 1 for e, a in zip(expected, info.get("autoreset", np.zeros(3, bool)))]
+        assert step_counts(obs) == expected, "each env's episode runs on, step by step, across generations"
+        # per env: the serving worker, its replacement starting, and a retired one still closing
+        assert len(live_workers(me)) <= 3 * 3, "retired workers are reaped"
+    stats = env.stats()
+    assert stats["recycles"].min() >= 4, stats["recycles"]  # 15 worker processes started in all
+    assert stats["restarts"].sum() == 0, "a retired worker's exit is not a crash"
+    env.close()
+    assert not live_workers(me)

@@ -5,20 +5,26 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
-from functools import cache, lru_cache
+from functools import cache
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 
 _MODULES = {
     "rlbench": "rlbench_vec.backends.rlbench",
     "mujoco": "rlbench_vec.backends.mujoco",
+    "mjwarp": "rlbench_vec.backends.mjwarp.backend",
     "synthetic": "rlbench_vec.backends.synthetic",
 }
 log = logging.getLogger("rlbench_vec")
 
 
-def backend_class(name: str) -> type:
-    """The Backend subclass registered under `name` ("rlbench", "mujoco" or "synthetic")."""
+if TYPE_CHECKING:
+    from .base import Backend
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The Backend subclass registered under `name` ("rlbench", "mujoco", "mjwarp" or "synthetic")."""
     if name not in _MODULES:
         raise ConfigError(f"unknown backend {name!r}; choose from {', '.join(_MODULES)} or 'auto'.")
     return importlib.import_module(_MODULES[name]).BACKEND

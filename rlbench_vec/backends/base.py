@@ -51,7 +51,7 @@ class Backend(ABC):
     name: ClassVar[str]
 
     @classmethod
-    def validate(cls, config: EnvConfig) -> None:
+    def validate(cls, config: EnvConfig) -> None:  # noqa: B027 - a hook: most backends check something
         """Raise ConfigError for options this backend cannot serve (unknown task, unsupported mode)."""
 
     @classmethod
@@ -73,6 +73,21 @@ class Backend(ABC):
     def envs_per_worker(cls, config: EnvConfig, num_envs: int, requested: int | None) -> int:
         """How many instances one worker runs: the user's choice, else num_envs spread over the cores."""
         return requested or -(-num_envs // max(1, len(os.sched_getaffinity(0))))
+
+    @classmethod
+    def renders_video(cls, config: EnvConfig) -> bool:
+        """Whether its envs serve render_rgb frames for video (record=...)."""
+        return cls.render_rgb is not Backend.render_rgb
+
+    # its group steps all its instances at once (one batched simulator), so a step's deadline does
+    # not grow with the number of envs in a command
+    steps_in_parallel: ClassVar[bool] = False
+
+    @classmethod
+    def observations_on_device(cls, config: EnvConfig) -> bool:
+        """True when its group keeps the observation pages on a device (EnvGroup.device_pages), so the
+        shared block holds none."""
+        return False
 
     @classmethod
     def make_group(cls, config: EnvConfig, instances: Sequence[int]) -> EnvGroup:
@@ -103,7 +118,7 @@ class Backend(ABC):
     def get_demos(self, amount: int, seed: int | None = None) -> list[Demo]:
         raise NotImplementedError(f"{type(self).__name__} cannot collect demos")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a hook: a backend with nothing to stop keeps it
         """Stop the simulator. Must be safe to call once after a failed __init__ step."""
 
 
@@ -116,13 +131,15 @@ def failure(error: BaseException) -> tuple[str, str]:
 class GroupStep:
     """One action for each of m instances: rewards and terminations (m,), and the infos and errors of
     those that have any, keyed by position in the call. An instance whose step raised has an error
-    and counts as terminated with reward 0."""
+    and counts as terminated with reward 0. truncated (m,): episodes the simulator cut short (e.g. a
+    per-world fault), reported as truncated like a time limit."""
 
     reward: np.ndarray
     terminated: np.ndarray
     infos: dict[int, dict[str, Any]]
     errors: dict[int, tuple[str, str]]
     seconds: float = 0.0  # time spent in the simulator(s)
+    truncated: np.ndarray | None = None
 
 
 class EnvGroup(ABC):
@@ -156,6 +173,14 @@ class EnvGroup(ABC):
 
     def render_rgb(self, local: int, camera: str) -> np.ndarray:
         return self.call(local, "render_rgb", (camera,), {})
+
+    def device_pages(self, layout: Mapping[str, Any], rows: int, max_chunk: int,
+                     every_step: bool) -> list[dict[str, dict[str, Any]]] | None:
+        """For a group whose observations stay on its device: two pages, each {"obs": {key: array of
+        (rows, *shape)}} (and "chunk": (rows, max_chunk, *shape) when every_step), that observe()
+        writes into and the main process reads (CUDA tensors are shared once through CUDA IPC).
+        None (the default): the pages of the shared-memory block."""
+        return None
 
     @abstractmethod
     def close(self) -> None:

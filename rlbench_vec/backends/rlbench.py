@@ -414,7 +414,7 @@ class RLBenchBackend(Backend):
             _seed_globals(seed)
         if not self.live_demos:
             return self._stored_demos(amount)
-        demos = []
+        demos: list[Demo] = []
         for _ in range(amount):
             self._choose_variation(self.options.get("variation"))
             self._learn_descriptions()
@@ -443,7 +443,7 @@ class RLBenchBackend(Backend):
         picks the episodes of each variation at random without repeats (random_selection)."""
         fixed = self.options.get("variation")
         drawn = [fixed] * amount if fixed is not None else np.random.choice(self._stored_variations(), amount).tolist()
-        demos = []
+        demos: list[Demo] = []
         for variation, count in sorted(Counter(drawn).items()):
             self._choose_variation(variation)
             self._learn_descriptions()

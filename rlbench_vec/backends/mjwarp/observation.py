@@ -74,8 +74,9 @@ def _point_cloud(depth: wp.array2d(dtype=float), offset: int, far: float, focal:
     width = out.shape[2]
     y = pixel // width
     x = pixel - y * width
-    # The ray through the pixel centre at unit depth (camera frame: -z forward, y up), as renderer.py.
-    ray = wp.vec3((float(x) + 0.5 - float(width) * 0.5) / focal, -(float(y) + 0.5 - float(height) * 0.5) / focal, -1.0)
+    # The ray through the pixel at unit depth (camera frame: -z forward, y up), on PyRep's pixel grid
+    # (integer coordinates from the centre) as renderer.py: clouds rebuild from depth and misc exactly.
+    ray = wp.vec3((float(x) - float(width) * 0.5) / focal, -(float(y) - float(height) * 0.5) / focal, -1.0)
     point = cam_xmat[world, camera] @ ray * _metres(depth, world, offset + pixel, far) + cam_xpos[world, camera]
     for i in range(3):
         out[world, y, x, i] = wp.float64(point[i])
@@ -92,6 +93,23 @@ def _mask(seg: wp.array2d(dtype=wp.vec2i), offset: int, geom_body: wp.array(dtyp
     if hit[0] >= 0 and hit[1] == _GEOM:
         body = float(geom_body[hit[0]])
     out[world, y, x] = body
+
+
+@wp.kernel
+def _extrinsics(cam_xpos: wp.array2d(dtype=wp.vec3), cam_xmat: wp.array2d(dtype=wp.mat33), camera: int,
+                out: wp.array3d(dtype=wp.float64)):
+    """Camera-to-world pose in RLBench's camera axes (simulation.py's camera_extrinsics): MuJoCo's
+    camera frame turned by diag(-1, 1, -1)."""
+    world = wp.tid()
+    rotation = cam_xmat[world, camera]
+    position = cam_xpos[world, camera]
+    for i in range(3):
+        out[world, i, 0] = wp.float64(-rotation[i, 0])
+        out[world, i, 1] = wp.float64(rotation[i, 1])
+        out[world, i, 2] = wp.float64(-rotation[i, 2])
+        out[world, i, 3] = wp.float64(position[i])
+        out[world, 3, i] = wp.float64(0.0)
+    out[world, 3, 3] = wp.float64(1.0)
 
 
 @wp.func
@@ -181,6 +199,18 @@ class Observer:
             kind: [int(a) for a in getattr(rc, f"{kind}_adr").numpy()] for kind in ("rgb", "depth", "seg")}
         # Pixels per unit of tan(angle): MuJoCo's fovy is vertical and pixels are square.
         self.focal = [(config.height / 2) / np.tan(np.deg2rad(mjm.cam_fovy[i]) / 2) for i in self.camera_ids]
+        self.misc_cameras = {camera: mjm.camera(camera).id for camera in config.cameras} if config.misc else {}
+        for camera, camera_id in self.misc_cameras.items():  # constant per camera: written once
+            intrinsics = np.broadcast_to(self._intrinsics(mjm, camera_id), (n, 3, 3))
+            self.arrays[f"{camera}_camera_intrinsics"].assign(np.ascontiguousarray(intrinsics))
+            self.arrays[f"{camera}_camera_near"].fill_(CAMERA_NEAR)
+            self.arrays[f"{camera}_camera_far"].fill_(CAMERA_FAR)
+
+    def _intrinsics(self, mjm: Any, camera_id: int) -> np.ndarray:
+        """PyRep's intrinsic matrix, as simulation.py's camera_intrinsics."""
+        width, height = self.config.width, self.config.height
+        focal = -(height / 2) / np.tan(np.deg2rad(mjm.cam_fovy[camera_id]) / 2)
+        return np.array([[focal, 0.0, width / 2], [0.0, focal, height / 2], [0.0, 0.0, 1.0]])
 
     def _render_context(self, mjm: Any) -> Any:
         modalities = set(self.config.modalities)
@@ -200,6 +230,9 @@ class Observer:
             self.arm, self.d.qpos, self.d.qvel, self.d.qfrc_actuator, self.d.site_xpos, self.d.site_xmat,
             r["joint_positions"], r["joint_velocities"], r["joint_forces"], r["gripper_open"], r["gripper_pose"],
             r["gripper_matrix"], r["gripper_joint_positions"]])
+        for camera, camera_id in self.misc_cameras.items():
+            wp.launch(_extrinsics, dim=self.d.nworld, device=self.device, inputs=[
+                self.d.cam_xpos, self.d.cam_xmat, camera_id, self.arrays[f"{camera}_camera_extrinsics"]])
         state = self.arrays.get("task_low_dim_state")
         if state is not None:
             self.task.low_dim_state(self.d, self.variation, state)

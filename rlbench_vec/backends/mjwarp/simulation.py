@@ -135,7 +135,7 @@ class BatchedSimulation:
         self._actions, self._active = zeros((num_worlds, self.action_size), wp.float32), zeros(num_worlds, wp.int32)
         self._contacts, self._success = zeros(num_worlds, wp.int32), zeros(num_worlds, wp.int32)
         self._reset_mask, self._restore_mask = zeros(num_worlds, wp.bool), zeros(num_worlds, wp.bool)
-        self._reset_mask_host = np.zeros(num_worlds, bool)
+        self._pending_resets = np.zeros(num_worlds, bool)  # drawn by a deferred reset, not yet on the device
         # [worlds still moving, worlds with a fault this action], copied to the host after each launch.
         self._status = zeros(2, wp.int32)
         self._status_host = wp.zeros(2, dtype=wp.int32, device="cpu", pinned=self.device.is_cuda)
@@ -161,7 +161,11 @@ class BatchedSimulation:
         return wp.zeros(shape, dtype=dtype, device=self.device)
 
     def _arm(self, host: Simulation) -> Arm:
-        panda, ids = host.panda, (lambda values: wp.array(np.asarray(values, np.int32), dtype=int, device=self.device))
+        panda = host.panda
+
+        def ids(values: Any) -> wp.array:
+            return wp.array(np.asarray(values, np.int32), dtype=int, device=self.device)
+
         arm = Arm()
         arm.qpos_adr, arm.dof_adr = ids(panda.arm_qpos_adr), ids(panda.arm_dof_adr)
         arm.finger_qpos_adr, arm.finger_dof_adr = ids(panda.finger_qpos_adr), ids(panda.finger_dof_adr)
@@ -256,26 +260,35 @@ class BatchedSimulation:
     # --- public API --------------------------------------------------------------------------------
 
     def reset(self, mask: Any = None, seeds: Sequence[int | None] | None = None,
-              options: Options = None) -> dict[int, dict]:
+              options: Options = None, defer: bool = False) -> dict[int, dict]:
         """Start new episodes in the masked worlds (bool (num_worlds,) numpy/torch/list; None: all).
 
         seeds: None or one per world (None entries keep that world's generator); world i draws its
         episodes like env i of the mujoco backend. options: one mapping for all, or one per world
         ({"variation": v}). Returns {world: {"descriptions", "variation_index"}} for the reset worlds.
-        Synchronises with the device once (the draw happens on the host)."""
+        The draw happens on the host. defer: only draw; the worlds take their new episode starts on the
+        device at the next observe(), or at the next step() that moves one of them (apply_resets), so
+        many resets cost one launch."""
         worlds = self._worlds(mask)
         if worlds.size == 0:
             return {}
         self._synchronize()  # the staging buffers may still be read by the previous upload
         infos = self.episodes.draw(worlds, seeds, options)
-        self._reset_mask_host[:] = False
-        self._reset_mask_host[worlds] = True
-        self._reset_mask.assign(self._reset_mask_host)
+        self._pending_resets[worlds] = True
+        if not defer:
+            self.apply_resets()
+        return infos
+
+    def apply_resets(self) -> None:
+        """Put the episode starts drawn by deferred resets into their worlds (one upload, one launch)."""
+        if not self._pending_resets.any():
+            return
+        self._reset_mask.assign(self._pending_resets)
+        self._pending_resets[:] = False
         self._torch_before_warp()
         self.episodes.upload(self.stream)
         self._launch("reset", read=False)
         self._warp_before_torch()
-        return infos
 
     def step(self, actions: Any, active: Any = None) -> StepOutput:
         """One action per world (num_worlds, action_size), numpy or torch on any device. Worlds not
@@ -286,6 +299,8 @@ class BatchedSimulation:
             self._active_t.fill_(1)
         else:
             self._active_t.copy_(torch.as_tensor(active, device=self.torch_device).reshape(self.num_worlds))
+        if self._pending_resets.any() and (active is None or (self._pending_resets & self._host_flags(active)).any()):
+            self.apply_resets()  # a world about to move must start from its new episode
         self._torch_before_warp()
         moving, faulted = self._launch("begin")
         while moving:
@@ -317,6 +332,7 @@ class BatchedSimulation:
     def observe(self) -> dict[str, torch.Tensor]:
         """Every observation key of the layout (rlbench_vec.spec.observation_spec), (num_worlds, ...)
         tensors on the device in RLBench's dtypes; the same tensors every call, overwritten each time."""
+        self.apply_resets()
         self._torch_before_warp()
         self._launch("observe", read=False)
         self._warp_before_torch()
@@ -340,10 +356,16 @@ class BatchedSimulation:
     def _worlds(self, mask: Any) -> np.ndarray:
         if mask is None:
             return np.arange(self.num_worlds)
-        flags = torch.as_tensor(mask).detach().cpu().numpy().astype(bool).reshape(-1)
+        flags = self._host_flags(mask)
         if flags.shape != (self.num_worlds,):
             raise ConfigError(f"reset mask must hold {self.num_worlds} booleans, got shape {flags.shape}.")
         return np.flatnonzero(flags)
+
+    @staticmethod
+    def _host_flags(mask: Any) -> np.ndarray:
+        if isinstance(mask, np.ndarray):
+            return mask.astype(bool, copy=False).reshape(-1)
+        return torch.as_tensor(mask).detach().cpu().numpy().astype(bool).reshape(-1)
 
     def _set_actions(self, actions: Any) -> None:
         tensor = torch.as_tensor(actions, dtype=torch.float32, device=self.torch_device)

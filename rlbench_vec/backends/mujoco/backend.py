@@ -141,7 +141,6 @@ class MujocoBackend(Backend):
     def __init__(self, config: EnvConfig, env_index: int, renderer: Any = None, envs: int = 1):
         """renderer: shared with the worker's other envs (see MujocoGroup); envs: how many envs a
         renderer made here draws per read-back."""
-        self.sim = None
         self.config = config
         self.task_class = task_class(config)
         self.rng = np.random.default_rng(env_index)
@@ -185,7 +184,8 @@ class MujocoBackend(Backend):
 
     def _record_demo(self, seed: int, spec: Mapping[str, Any]) -> Demo:
         info = self.reset(seed, None)
-        frames, actions, success = [self._observe(spec)], [], False
+        frames, success = [self._observe(spec)], False
+        actions: list[np.ndarray] = []
         for action in self.sim.oracle_actions():
             if len(actions) >= self.config.max_episode_steps:
                 break
@@ -205,9 +205,7 @@ class MujocoBackend(Backend):
         return frame
 
     def close(self) -> None:
-        if self.sim is not None:
-            self.sim.close()
-            self.sim = None
+        self.sim.close()  # idempotent
 
 
 class MujocoGroup(BackendGroup):

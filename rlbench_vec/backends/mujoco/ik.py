@@ -64,8 +64,8 @@ class PandaKinematics:
             if np.linalg.norm(error[:3]) < self.GOAL_POSITION and np.linalg.norm(error[3:]) < self.GOAL_ROTATION:
                 break
             # Clamp the error so each linearised step stays small (large rotations otherwise go astray).
-            error[:3] *= min(1.0, self.MAX_POSITION_ERROR / max(np.linalg.norm(error[:3]), 1e-12))
-            error[3:] *= min(1.0, self.MAX_ROTATION_ERROR / max(np.linalg.norm(error[3:]), 1e-12))
+            error[:3] *= min(1.0, self.MAX_POSITION_ERROR / max(float(np.linalg.norm(error[:3])), 1e-12))
+            error[3:] *= min(1.0, self.MAX_ROTATION_ERROR / max(float(np.linalg.norm(error[3:])), 1e-12))
             jac = self._jacobian()
             pinv = jac.T @ np.linalg.inv(jac @ jac.T + damping**2 * np.eye(6))
             # Null-space motion towards the home posture (projected so it leaves the TCP where it is).

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -80,7 +81,7 @@ def open_drawer(task: OpenDrawer, panda: Panda) -> list[Waypoint]:
     ]
 
 
-ORACLES: dict[str, Callable[[Task, Panda], list[Waypoint]]] = {
+ORACLES: dict[str, Callable[[Any, Panda], list[Waypoint]]] = {  # each takes its own Task subclass
     "reach_target": reach_target,
     "pick_and_lift": pick_and_lift,
     "open_drawer": open_drawer,

@@ -6,6 +6,7 @@ Imported only inside a worker, after MUJOCO_GL is set (see backend.use_renderer)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 
 import mujoco
 import numpy as np
@@ -19,7 +20,6 @@ from .renderer import CameraRenderer
 from .robot import Panda
 from .scene import CAMERA_FAR, CAMERA_NEAR, Scene, offscreen_size
 from .tasks import TASKS
-
 
 COPPELIA_CAMERA_AXES = np.diag([-1.0, 1.0, -1.0])  # MuJoCo camera frame -> CoppeliaSim vision sensor frame
 
@@ -55,10 +55,10 @@ class Simulation:
         if config.misc:
             for camera in config.cameras:
                 self._low_dim.update({
-                    f"{camera}_camera_extrinsics": lambda camera=camera: self.camera_extrinsics(camera),
-                    f"{camera}_camera_intrinsics": lambda camera=camera: self.camera_intrinsics(camera),
-                    f"{camera}_camera_near": lambda: CAMERA_NEAR,
-                    f"{camera}_camera_far": lambda: CAMERA_FAR,
+                    f"{camera}_camera_extrinsics": partial(self.camera_extrinsics, camera),
+                    f"{camera}_camera_intrinsics": partial(self.camera_intrinsics, camera),
+                    f"{camera}_camera_near": lambda: float(CAMERA_NEAR),
+                    f"{camera}_camera_far": lambda: float(CAMERA_FAR),
                 })
 
     def _make_renderer(self, envs: int = 1) -> CameraRenderer:

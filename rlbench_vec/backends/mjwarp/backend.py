@@ -1,0 +1,101 @@
+"""backend="mjwarp": what the main process knows of the batched MuJoCo Warp backend.
+
+The class below answers the engine's questions (validation, layout, one worker for all envs, where
+observations live) without importing warp, mujoco_warp or mujoco; the worker builds every env as one
+world of one BatchedSimulation in `MjwarpGroup` (group.py). There is no per-env instance: the class
+stays abstract, and `make_group` is the only way in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+
+from ...config import EnvConfig, integer
+from ...errors import ConfigError
+from ..base import Backend, EnvGroup
+from ..mujoco.backend import task_class
+from . import check_config, require
+
+OPTIONS = ("device", "nconmax", "njmax", "variation")  # backend_options this backend reads
+
+
+@cache
+def _default_device() -> str:
+    import torch
+
+    return "cuda:0" if torch.cuda.is_available() else "cpu"
+
+
+def device_of(config: EnvConfig) -> str:
+    """The device the worlds run on: backend_options["device"] ("cpu", "cuda", "cuda:N"), else the
+    first GPU when torch sees one, else warp's CPU device."""
+    device = config.backend_options.get("device")
+    if device is None:
+        return _default_device()
+    if not isinstance(device, str) or not (device in ("cpu", "cuda") or device.removeprefix("cuda:").isdigit()):
+        raise ConfigError(f"mjwarp backend_options['device'] must be 'cpu', 'cuda' or 'cuda:N', got {device!r}.")
+    return "cuda:0" if device == "cuda" else device
+
+
+class MjwarpBackend(Backend):
+    """All envs of a vector env as the worlds of one MuJoCo Warp simulator, in one worker process.
+
+    backend_options: device (see device_of), nconmax (contact slots per world, pooled: 64), njmax
+    (constraint rows per world: 256), variation (every episode's task variation, as the mujoco backend).
+    """
+
+    steps_in_parallel = True  # every world steps in one launch: a step's deadline is one env's
+
+    name = "mjwarp"
+
+    @classmethod
+    def validate(cls, config: EnvConfig) -> None:
+        require()
+        check_config(config)
+        unknown = sorted(set(config.backend_options) - set(OPTIONS))
+        if unknown:
+            raise ConfigError(f"unknown mjwarp backend_options {unknown}; allowed: {list(OPTIONS)}.")
+        for name in ("nconmax", "njmax"):
+            if name in config.backend_options:
+                integer(f"mjwarp backend_options[{name!r}]", config.backend_options[name], 1)
+        if "variation" in config.backend_options:
+            count = task_class(config).variation_count
+            integer("mjwarp backend_options['variation']", config.backend_options["variation"], 0, count - 1)
+        device = device_of(config)
+        if device.startswith("cuda"):
+            import torch
+
+            if not torch.cuda.is_available() or int(device.split(":")[1]) >= torch.cuda.device_count():
+                raise ConfigError(f"mjwarp device {device!r}: torch sees {torch.cuda.device_count()} CUDA devices. "
+                                  "Use backend_options={'device': 'cpu'} (warp's CPU device: slow, for tests) or a "
+                                  "machine with an NVIDIA GPU.")
+
+    @classmethod
+    def task_state_size(cls, config: EnvConfig) -> int:
+        return task_class(config).state_size
+
+    @classmethod
+    def envs_per_worker(cls, config: EnvConfig, num_envs: int, requested: int | None) -> int:
+        """Every env in one worker: the worlds share one simulator."""
+        if requested is not None and requested < num_envs:
+            raise ConfigError(f"the mjwarp backend runs all {num_envs} envs as the worlds of one simulator in one "
+                              f"worker; envs_per_worker={requested} would split them. Leave envs_per_worker unset.")
+        return num_envs
+
+    @classmethod
+    def renders_video(cls, config: EnvConfig) -> bool:
+        return True  # the group adds the video cameras' rgb to what it renders
+
+    @classmethod
+    def observations_on_device(cls, config: EnvConfig) -> bool:
+        return device_of(config).startswith("cuda")
+
+    @classmethod
+    def make_group(cls, config: EnvConfig, instances: Sequence[int]) -> EnvGroup:
+        from .group import MjwarpGroup  # imports torch, warp, mujoco_warp and mujoco
+
+        return MjwarpGroup(config, instances)
+
+
+BACKEND = MjwarpBackend
