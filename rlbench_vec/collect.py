@@ -38,6 +38,7 @@ import numpy as np
 
 from .backends import backend_class
 from .backends.base import Backend
+from .backends.mujoco.backend import task_class
 from .config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, EnvConfig, VectorConfig, integer
 from .datasets import remove_stale_staging
 from .datasets.lerobot_format import LeRobotOptions
@@ -134,6 +135,9 @@ class CollectConfig:
                            gripper_mode=self.gripper_mode, max_episode_steps=self.max_episode_steps,
                            renderer=self.renderer, backend_options=options).validated()
         backend: type[Backend] = backend_class(config.backend)
+        if backend.get_demos is Backend.get_demos:
+            raise ConfigError(f"the {config.backend} backend collects no demos; collect with backend='mujoco' (the "
+                              "embedded scene) or 'rlbench'.")
         backend.validate(config)
         return config
 
@@ -160,9 +164,7 @@ class CollectConfig:
 def variation_count(config: EnvConfig) -> int:
     """How many variations the task has. Only mujoco knows it without its simulator."""
     if config.backend == "mujoco":
-        from .backends.mujoco.tasks import TASKS
-
-        return TASKS[config.task].variation_count
+        return task_class(config).variation_count
     raise ConfigError(f"--variations all needs the variation count of {config.task!r}, which the {config.backend} "
                       "backend knows only inside its simulator and does not report yet: pass a number of variations.")
 

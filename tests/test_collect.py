@@ -179,6 +179,7 @@ def test_a_hung_worker_is_restarted_and_its_job_reported(tmp_path):
     ({"backend_options": {"variation": 1}}, "set per job"),
     ({"variations": 99}, "20 variations"),
     ({"format": "hdf5"}, "unknown format"),
+    ({"backend": "synthetic"}, "collects no demos"),
     ({"tasks": ()}, "at least one task"),
     ({"max_attempts": 0}, "max_attempts"),
 ])
