@@ -29,62 +29,18 @@ SIZE = 32
 LOW_DIM = ("joint_velocities", "joint_positions", "joint_forces", "gripper_open", "gripper_pose", "gripper_matrix",
            "gripper_joint_positions", "task_low_dim_state")
 CONFIG = EnvConfig(task=TASK, backend="mujoco", image_size=(SIZE, SIZE),
-                   modalities=("rgb", "depth", "mask", "point_cloud"), low_dim=LOW_DIM, arm_mode="ik",
+                   modalities=("rgb", "depth", "mask", "point_cloud"), low_dim=LOW_DIM, misc=True, arm_mode="ik",
                    absolute_mode=False)
-
-
-# ---- STAND-IN for EnvConfig.misc (engine rewrite). REMOVE once misc=True fills these keys: then build the env
-# ---- below with misc=True and drop add_stand_in_misc. Camera poses come from the mujoco scene's constants.
-def _rotation_from_xyaxes(xyaxes: str) -> np.ndarray:
-    """MJCF camera axes (x right, y up, looking along -z) -> RLBench/CoppeliaSim sensor axes (x left, y up,
-    looking along +z): a half turn about y."""
-    values = np.array(xyaxes.split(), float)
-    x = values[:3] / np.linalg.norm(values[:3])
-    y = values[3:] - values[3:] @ x * x  # MuJoCo makes y orthogonal to x (the MJCF text is rounded)
-    y /= np.linalg.norm(y)
-    return np.column_stack([x, y, np.cross(x, y)]) @ np.diag([-1.0, 1.0, -1.0])
-
-
-def add_stand_in_misc(demo: Demo) -> Demo:
-    from rlbench_vec.backends.mujoco import scene
-
-    steps = len(demo.actions) + 1
-    observations = dict(demo.observations)
-    for camera in CAMERAS:
-        if camera == "wrist":  # scene.Scene._hand: the wrist camera in the hand frame; the tcp is the hand + 0.1034 z
-            pose = np.eye(4)
-            pose[:3, :3] = _rotation_from_xyaxes(scene.look_at_xyaxes((0.07, 0, 0.03), (0.0, 0, 0.16), up=(-1, 0, 0)))
-            pose[:3, 3] = (0.07, 0, 0.03)
-            hand_from_tcp = np.eye(4)
-            hand_from_tcp[2, 3] = -scene.HAND_TCP_OFFSET
-            extrinsics = observations["gripper_matrix"] @ hand_from_tcp @ pose
-            fovy = scene.WRIST_FOVY
-        else:
-            placement = scene.FIXED_CAMERAS[camera]
-            pose = np.eye(4)
-            pose[:3, :3] = _rotation_from_xyaxes(scene.look_at_xyaxes(placement.position, placement.target,
-                                                                      placement.up))
-            pose[:3, 3] = placement.position
-            extrinsics = np.repeat(pose[None], steps, axis=0)
-            fovy = placement.fovy
-        focal = -(SIZE / 2) / math.tan(math.radians(fovy) / 2)  # PyRep's get_intrinsic_matrix: negative focals
-        intrinsics = np.array([[focal, 0, SIZE / 2], [0, focal, SIZE / 2], [0, 0, 1]])
-        observations[misc_key(camera, "extrinsics")] = extrinsics
-        observations[misc_key(camera, "intrinsics")] = np.repeat(intrinsics[None], steps, axis=0)
-        observations[misc_key(camera, "near")] = np.full(steps, scene.CAMERA_NEAR)
-        observations[misc_key(camera, "far")] = np.full(steps, scene.CAMERA_FAR)
-    return replace(demo, observations=observations)
-# ---- end of STAND-IN ----
 
 
 @pytest.fixture(scope="module")
 def demos() -> list[Demo]:
     fields = {name: getattr(CONFIG, name) for name in ("task", "backend", "image_size", "modalities", "low_dim",
-                                                        "arm_mode", "absolute_mode")}
+                                                        "misc", "arm_mode", "absolute_mode")}
     with RLBenchVectorEnv(num_envs=2, seed=3, **fields) as env:
         collected = env.get_demos(2)
     assert all(demo.success for demo in collected)
-    return [add_stand_in_misc(demo) for demo in collected]
+    return collected
 
 
 @pytest.fixture(scope="module")
@@ -264,17 +220,16 @@ def test_failure_mid_write_leaves_nothing(demos, tmp_path):
 
 CRASHING_WRITER = textwrap.dedent("""
     import os, pickle, sys
-    from PIL import Image
-    from rlbench_vec.datasets import write_episode
+    from rlbench_vec.datasets import rlbench_format
     demo = pickle.load(open(sys.argv[2], "rb"))
-    original, saved = Image.Image.save, []
-    def save_then_die(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        saved.append(1)
-        if len(saved) == 20:
+    original, encoded = rlbench_format.png_bytes, []
+    def encode_then_die(*args, **kwargs):
+        encoded.append(1)
+        if len(encoded) == 20:
             os._exit(9)  # the process dies mid-episode, as a SIGKILL would leave it
-    Image.Image.save = save_then_die
-    write_episode(sys.argv[1], "pick_and_lift", 0, demo)
+        return original(*args, **kwargs)
+    rlbench_format.png_bytes = encode_then_die
+    rlbench_format.write_episode(sys.argv[1], "pick_and_lift", 0, demo)
 """)
 
 
@@ -361,3 +316,51 @@ def test_lerobot_resume_lists_completed_episodes(demos, tmp_path):
         assert writer.completed == {(demos[0].variation_index, 4), (demos[1].variation_index, 5)}
     with pytest.raises(DatasetError, match="other features"):
         LeRobotWriter(tmp_path, CONFIG, LeRobotOptions(cameras=("front", "wrist")))
+
+
+CRASHING_LEROBOT_WRITER = textwrap.dedent("""
+    import os, pickle, sys
+    from rlbench_vec.datasets.lerobot_format import LeRobotOptions, LeRobotWriter
+    config, demos = pickle.load(open(sys.argv[2], "rb"))
+    writer = LeRobotWriter(sys.argv[1], config, LeRobotOptions(cameras=("front",), checkpoint_every=2))
+    for episode in range(3):
+        writer.add_episode(demos[episode % 2], variation_episode=episode)
+    os._exit(9)  # killed in the session after the checkpoint: LeRobot's files of episode 2 stay open
+""")
+
+
+def test_lerobot_crash_rolls_back_to_the_last_checkpoint(demos, tmp_path):
+    _lerobot()
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from rlbench_vec.datasets.lerobot_format import LeRobotOptions, LeRobotWriter
+
+    inputs = tmp_path / "inputs.pkl"
+    inputs.write_bytes(pickle.dumps((CONFIG, demos)))
+    root = tmp_path / "data"
+    run = subprocess.run([sys.executable, "-c", CRASHING_LEROBOT_WRITER, str(root), str(inputs)], cwd=TESTS.parent,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 9, run.stderr
+    assert (root / STAGING_FOLDER / "lerobot" / TASK / "journal.json").is_file()
+    with LeRobotWriter(root, CONFIG, LeRobotOptions(cameras=("front",))) as writer:
+        assert writer.completed == {(demos[0].variation_index, 0), (demos[1].variation_index, 1)}
+        writer.add_episode(demos[0], variation_episode=2)
+    dataset = LeRobotDataset(f"rlbench_vec/{TASK}", root=root / TASK)
+    assert dataset.num_episodes == 3
+    assert len(dataset) == len(demos[0].actions) * 2 + len(demos[1].actions)
+    assert not (root / STAGING_FOLDER / "lerobot" / TASK).exists()
+
+
+def test_lerobot_crash_in_the_first_session_leaves_no_dataset(demos, tmp_path):
+    _lerobot()
+    from rlbench_vec.datasets.lerobot_format import LeRobotOptions, LeRobotWriter
+
+    inputs = tmp_path / "inputs.pkl"
+    inputs.write_bytes(pickle.dumps((CONFIG, demos)))
+    script = CRASHING_LEROBOT_WRITER.replace("checkpoint_every=2", "checkpoint_every=10")
+    run = subprocess.run([sys.executable, "-c", script, str(tmp_path), str(inputs)], cwd=TESTS.parent,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 9, run.stderr
+    assert (tmp_path / TASK).is_dir()
+    with LeRobotWriter(tmp_path, CONFIG, LeRobotOptions(cameras=("front",))) as writer:
+        assert writer.completed == set()

@@ -12,29 +12,35 @@ named as LeRobot's policies expect:
     rlbench_episode               int64 (2,): the RLBench variation, and the episode's number within it
                                   (as RLBench counts: the N of variation{v}/episodes/episodeN)
 and the frame's task is the demo's first description. Depth and masks are not written (LeRobot videos
-are 8-bit colour). Until `close()`, LeRobot keeps its parquet files open: a writer that dies before
-closing leaves a dataset LeRobot cannot load.
+are 8-bit colour).
+
+Crash safety. Until it is finalised, LeRobot keeps its parquet files open, and a writer that dies then
+leaves a dataset LeRobot cannot load. So the writer works in sessions: before LeRobot touches the dataset,
+a journal at {root}/.staging/lerobot/{task}/ records the dataset's files and copies meta/'s top-level files
+(info.json, stats.json, tasks.parquet: the only files a resumed LeRobot dataset rewrites; data, videos and
+episode metadata go to new files). Every `checkpoint_every` episodes the session is finalised and a new one
+begins. The next writer on a dataset whose journal's owner is dead rolls it back: it deletes the files the
+session added and restores meta/, which loses at most the episodes since the last checkpoint.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import psutil
 
 from ..backends.base import Demo
 from ..config import EnvConfig
 from ..errors import ConfigError, DatasetError
 from ..spec import observation_spec
-
-try:
-    from lerobot.datasets.lerobot_dataset import LeRobotDataset
-except ImportError as error:  # the optional extra is missing
-    raise ImportError(
-        "rlbench_vec.datasets.lerobot_format needs the `lerobot` package (docs/collect.md says how to install it)."
-    ) from error
+from .rlbench_format import STAGING_FOLDER
 
 STATE_FIELDS = ("gripper_open", "joint_velocities", "joint_positions", "joint_forces", "gripper_pose",
                 "gripper_joint_positions")  # RLBench's Observation.get_low_dim_data order, proprioception only
@@ -44,16 +50,19 @@ EPISODE_KEY = "rlbench_episode"
 EPISODE_NAMES = ["variation_index", "variation_episode"]  # one (2,) feature: LeRobot 0.4's (1,) int features
 # break on numpy >= 2.4 (datasets calls int() on a 1-element array)
 RLBENCH_FPS = 20  # one RLBench control step is 0.05 s
+JOURNAL = "journal.json"
 
 
 @dataclass(frozen=True)
 class LeRobotOptions:
     """fps: frames per second recorded in the dataset. cameras: rgb cameras written as videos (None: every
-    camera with rgb). vcodec: LeRobot's video codec ('libsvtav1', 'h264', ...)."""
+    camera with rgb). vcodec: LeRobot's video codec ('libsvtav1', 'h264', ...). checkpoint_every: episodes
+    per session (see the module's docstring): a crash loses at most these."""
 
     fps: int = RLBENCH_FPS
     cameras: tuple[str, ...] | None = None
     vcodec: str = "libsvtav1"
+    checkpoint_every: int = 50
 
 
 def dataset_features(config: EnvConfig, options: LeRobotOptions) -> dict[str, dict]:
@@ -80,27 +89,46 @@ def dataset_features(config: EnvConfig, options: LeRobotOptions) -> dict[str, di
 
 
 class LeRobotWriter:
-    """Appends demos of one task to the LeRobot dataset at {root}/{task}, creating it or resuming it.
+    """Appends demos of one task to the LeRobot dataset at {root}/{task}, creating it or resuming it (after
+    rolling back what a crashed writer left, see the module's docstring).
 
     `completed` lists the (variation_index, variation_episode) pairs already in the dataset, so a rerun
     can skip them. Use as a context manager, or call close(): LeRobot writes its files' footers then.
     """
 
     def __init__(self, root: str | os.PathLike, config: EnvConfig, options: LeRobotOptions = LeRobotOptions()):
+        try:
+            from lerobot.datasets.lerobot_dataset import LeRobotDataset
+        except ImportError as error:  # the optional extra is missing
+            raise ImportError("LeRobotWriter needs the `lerobot` package (docs/collect.md says how to install it).") \
+                from error
+        self._dataset_class = LeRobotDataset
         self.config = config.validated()
         self.options = options
         self.path = Path(root) / self.config.task
         self.features = dataset_features(self.config, options)
+        self.session = Path(root) / STAGING_FOLDER / "lerobot" / self.config.task
+        roll_back(self.session, self.path)
+        self.dataset: Any = self._open()
+        pairs = np.asarray(self.dataset.hf_dataset.with_format("numpy")[EPISODE_KEY]).reshape(-1, 2) \
+            if self.dataset.meta.total_episodes else np.zeros((0, 2), np.int64)
+        self.completed = {(int(v), int(e)) for v, e in np.unique(pairs, axis=0)}
+
+    def _open(self) -> Any:
+        """Begin a session: journal first, then let LeRobot open (or create) the dataset."""
+        exists = (self.path / "meta" / "info.json").is_file()
+        if not exists and self.path.exists():
+            raise DatasetError(f"{self.path} exists but holds no LeRobot dataset (no meta/info.json); move it away "
+                               "or write to another folder.")
+        begin_session(self.session, self.path, created=not exists)
         repo_id = f"rlbench_vec/{self.config.task}"
-        if (self.path / "meta" / "info.json").is_file():
-            self.dataset = LeRobotDataset(repo_id, root=self.path, vcodec=options.vcodec)
-            self._check_resumed_features()
-            pairs = np.asarray(self.dataset.hf_dataset.with_format("numpy")[EPISODE_KEY]).reshape(-1, 2)
-            self.completed = {(int(v), int(e)) for v, e in np.unique(pairs, axis=0)}
-        else:
-            self.dataset = LeRobotDataset.create(repo_id, options.fps, self.features, root=self.path,
-                                                 robot_type="panda", use_videos=True, vcodec=options.vcodec)
-            self.completed = set()
+        self._session_episodes = 0
+        if not exists:
+            return self._dataset_class.create(repo_id, self.options.fps, self.features, root=self.path,
+                                              robot_type="panda", use_videos=True, vcodec=self.options.vcodec)
+        dataset = self._dataset_class(repo_id, root=self.path, vcodec=self.options.vcodec)
+        self._check_resumed_features(dataset)
+        return dataset
 
     def add_episode(self, demo: Demo, variation_episode: int) -> int:
         """Append `demo` as one episode; return its LeRobot episode index."""
@@ -119,10 +147,20 @@ class LeRobotWriter:
         index = self.dataset.meta.total_episodes
         self.dataset.save_episode(parallel_encoding=False)  # writers already run in parallel; no pool per episode
         self.completed.add((int(demo.variation_index), int(variation_episode)))
+        self._session_episodes += 1
+        if self._session_episodes >= self.options.checkpoint_every:
+            self._end_session()
+            self.dataset = self._open()
         return index
 
     def close(self) -> None:
+        if self.dataset is not None:
+            self._end_session()
+            self.dataset = None
+
+    def _end_session(self) -> None:
         self.dataset.finalize()
+        shutil.rmtree(self.session)
 
     def __enter__(self) -> LeRobotWriter:
         return self
@@ -144,8 +182,8 @@ class LeRobotWriter:
         frames[EPISODE_KEY] = np.tile(np.array([demo.variation_index, variation_episode], np.int64), (steps, 1))
         return frames
 
-    def _check_resumed_features(self) -> None:
-        stored = self.dataset.meta.features
+    def _check_resumed_features(self, dataset: Any) -> None:
+        stored = dataset.meta.features
         different = [key for key, feature in self.features.items()
                      if key not in stored or tuple(stored[key]["shape"]) != tuple(feature["shape"])]
         if different:
@@ -170,3 +208,48 @@ def _element_names(field: str, shape: tuple[int, ...]) -> list[str]:
     size = int(np.prod(shape))
     return [field] if size == 1 and not shape else [f"{field}.{i}" for i in range(size)]
 
+
+
+# ---- sessions ----
+
+def begin_session(session: Path, dataset: Path, created: bool) -> None:
+    """Record the dataset's files and back up meta/'s top-level files; the journal is written last (atomically),
+    so a journal always describes a complete backup."""
+    shutil.rmtree(session, ignore_errors=True)
+    backup = session / "meta"
+    backup.mkdir(parents=True)
+    files: list[str] = []
+    if not created:
+        files = sorted(str(path.relative_to(dataset)) for path in dataset.rglob("*") if path.is_file())
+        for path in (dataset / "meta").iterdir():
+            if path.is_file():
+                shutil.copy2(path, backup / path.name)
+    journal = {"host": socket.gethostname(), "pid": os.getpid(), "created": created, "files": files}
+    (session / (JOURNAL + ".tmp")).write_text(json.dumps(journal))
+    os.replace(session / (JOURNAL + ".tmp"), session / JOURNAL)
+
+
+def roll_back(session: Path, dataset: Path) -> bool:
+    """Undo the session a dead writer left at `session`: delete what it added to `dataset`, restore meta/.
+    Returns whether there was one. Raises DatasetError if the session's writer is still running."""
+    if not session.exists():
+        return False
+    journal_path = session / JOURNAL
+    if journal_path.is_file():  # without it the session died before LeRobot touched the dataset
+        journal = json.loads(journal_path.read_text())
+        if journal["host"] == socket.gethostname() and psutil.pid_exists(journal["pid"]) \
+                and journal["pid"] != os.getpid():
+            raise DatasetError(f"{dataset} is being written by process {journal['pid']}; one writer per dataset.")
+        if journal["created"]:
+            shutil.rmtree(dataset, ignore_errors=True)
+        else:
+            kept = set(journal["files"])
+            for path in sorted(dataset.rglob("*"), reverse=True):  # files before their folders
+                if path.is_file() and str(path.relative_to(dataset)) not in kept:
+                    path.unlink()
+                elif path.is_dir() and not any(path.iterdir()):
+                    path.rmdir()
+            for backup in (session / "meta").iterdir():
+                shutil.copy2(backup, dataset / "meta" / backup.name)
+    shutil.rmtree(session)
+    return True

@@ -1,0 +1,454 @@
+"""Collect demos on all workers at once: `python -m rlbench_vec.collect [flags]`, or collect(CollectConfig(...)).
+
+    python -m rlbench_vec.collect --backend mujoco --tasks open_drawer,reach_target --episodes_per_task 100 \\
+        --variations all --num_envs 16 --format rlbench --out DIR
+
+- Jobs: every (task, variation, episode) is a job whose demo seed comes from (--seed, task, variation,
+  episode, failed attempts so far), so the same arguments give the same demos whatever the number of envs,
+  the order of completion, crashes, or how often the run was resumed.
+- Collection: one RLBenchVectorEnv per task and variation (the variation fixed through backend_options);
+  each env collects one demo per call and gets its next job as soon as it returns, so no env waits for the
+  slowest.
+- Failures: an unsuccessful demo (or one whose backend raised) is retried with the next attempt's seed; a
+  crashed or hung worker (the engine restarts it) costs only its job, retried with the same seed. After
+  --max_attempts a job is given up and reported.
+- Writing: a pool of writer processes (rlbench_vec.datasets.writers) encodes and stores demos while the
+  workers collect; an episode appears on disk only complete (staging folder, then rename).
+- Resume: a rerun with the same arguments skips the episodes on disk and sweeps what dead writers left.
+- Summary: {out}/collect_summary.json (tasks, variations, episodes, failures, seconds, demos/s, command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import json
+import math
+import shlex
+import sys
+import time
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .backends import backend_class
+from .backends.base import Backend
+from .backends.mujoco.backend import task_class
+from .config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, EnvConfig, VectorConfig, integer
+from .datasets import remove_stale_staging
+from .datasets.lerobot_format import LeRobotOptions
+from .datasets.writers import FORMATS, Episode, WriterOptions, WriterPool
+from .errors import ConfigError, RLBenchVecError, WorkerError
+from .vector_env import RLBenchVectorEnv
+
+SUMMARY_FILE = "collect_summary.json"
+DEFAULT_MODALITIES = {"rlbench": ("rgb", "depth", "mask"), "lerobot": ("rgb",)}
+# Arguments that shape the stored demos: a rerun into the same folder must repeat them.
+DATASET_ARGUMENTS = ("backend", "format", "seed", "image_size", "cameras", "modalities", "arm_mode", "absolute_mode",
+                     "gripper_mode", "max_episode_steps", "backend_options")
+
+
+@dataclass(frozen=True)
+class CollectConfig:
+    """What to collect and how. Flags of `python -m rlbench_vec.collect` have the same names.
+
+    tasks, episodes_per_task (per variation, as RLBench counts), variations (a count: variations 0..n-1,
+    or "all"), out, format ("rlbench" or "lerobot"), seed. Environment: backend, image_size (width, height),
+    cameras, modalities (None: rgb, depth, mask for rlbench; rgb for lerobot), arm_mode, absolute_mode,
+    gripper_mode, max_episode_steps, backend_options, renderer. Engine: num_envs (worker processes, one demo
+    each at a time), demo_timeout_s (a worker silent that long on one demo is restarted; None: no limit),
+    max_attempts per job. Writing: writers (processes; None: num_envs / 2, lerobot: 1), queue_size (demos
+    handed to writers and not yet written; None: 2 per writer), lerobot_vcodec, lerobot_checkpoint_every.
+    progress: show a progress bar.
+    """
+
+    tasks: tuple[str, ...] = ("reach_target",)
+    out: str = "demos"
+    episodes_per_task: int = 10
+    variations: int | str = 1
+    format: str = "rlbench"
+    seed: int = 0
+    backend: str = "auto"
+    num_envs: int = 1
+    image_size: tuple[int, int] = (128, 128)
+    cameras: tuple[str, ...] = CAMERAS
+    modalities: tuple[str, ...] | None = None
+    arm_mode: str = "ik"
+    absolute_mode: bool = True
+    gripper_mode: str = "discrete"
+    max_episode_steps: int = 200
+    backend_options: Mapping[str, Any] = field(default_factory=dict)
+    renderer: str | None = None
+    demo_timeout_s: float | None = 600.0
+    max_attempts: int = 3
+    writers: int | None = None
+    queue_size: int | None = None
+    lerobot_vcodec: str = "libsvtav1"
+    lerobot_checkpoint_every: int = 50
+    progress: bool = True
+
+    def validated(self) -> CollectConfig:
+        """A copy with defaults resolved, or ConfigError naming what is wrong and the fix."""
+        tasks = (self.tasks,) if isinstance(self.tasks, str) else tuple(self.tasks)
+        if not tasks or len(set(tasks)) != len(tasks):
+            raise ConfigError(f"tasks must name at least one task, each once; got {self.tasks!r}.")
+        if self.format not in FORMATS:
+            raise ConfigError(f"unknown format {self.format!r}; choose from {', '.join(FORMATS)}.")
+        if self.variations != "all":
+            integer("variations", self.variations, 1)
+        if "variation" in self.backend_options:
+            raise ConfigError("backend_options['variation'] is set per job by the collector; use --variations.")
+        if self.demo_timeout_s is not None and not self.demo_timeout_s > 0:
+            raise ConfigError(f"demo_timeout_s must be > 0 seconds or None, got {self.demo_timeout_s!r}.")
+        num_envs = integer("num_envs", self.num_envs, 1)
+        writers = 1 if self.format == "lerobot" else integer(
+            "writers", self.writers if self.writers is not None else math.ceil(num_envs / 2), 1)
+        config = replace(
+            self, tasks=tasks, episodes_per_task=integer("episodes_per_task", self.episodes_per_task, 1),
+            num_envs=num_envs, seed=integer("seed", self.seed, 0),
+            max_attempts=integer("max_attempts", self.max_attempts, 1),
+            writers=writers, queue_size=integer("queue_size", self.queue_size or 2 * writers, 1),
+            lerobot_checkpoint_every=integer("lerobot_checkpoint_every", self.lerobot_checkpoint_every, 1),
+            modalities=tuple(self.modalities or DEFAULT_MODALITIES[self.format]),
+            image_size=(int(self.image_size[0]), int(self.image_size[1])), cameras=tuple(self.cameras),
+            backend_options=dict(self.backend_options),
+        )
+        env = config.env_config(tasks[0])
+        if config.format == "rlbench" and (set(env.cameras) != set(CAMERAS) or "point_cloud" in env.modalities
+                                           or not {"rgb", "depth"} <= set(env.modalities)):
+            raise ConfigError("the rlbench format stores rgb and depth (and masks) of all five cameras, which "
+                              "RLBench's loader opens, and rebuilds point clouds from depth: use "
+                              f"cameras={CAMERAS} and modalities rgb, depth and optionally mask.")
+        return replace(config, backend=env.backend)
+
+    def env_config(self, task: str, variation: int | None = None) -> EnvConfig:
+        """The validated environment of one task (and variation) whose demos are collected."""
+        options = dict(self.backend_options) if variation is None else {**self.backend_options, "variation": variation}
+        config = EnvConfig(task=task, backend=self.backend, cameras=self.cameras, image_size=self.image_size,
+                           modalities=self.modalities or DEFAULT_MODALITIES[self.format],
+                           misc=self.format == "rlbench", arm_mode=self.arm_mode, absolute_mode=self.absolute_mode,
+                           gripper_mode=self.gripper_mode, max_episode_steps=self.max_episode_steps,
+                           renderer=self.renderer, backend_options=options).validated()
+        backend: type[Backend] = backend_class(config.backend)
+        if backend.get_demos is Backend.get_demos:
+            raise ConfigError(f"the {config.backend} backend collects no demos; collect with backend='mujoco' (the "
+                              "embedded scene) or 'rlbench'.")
+        backend.validate(config)
+        return config
+
+    def command(self) -> str:
+        """The command line that collects this (and resumes it)."""
+        words = ["python", "-m", "rlbench_vec.collect"]
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None or value == CollectConfig.__dataclass_fields__[f.name].default:
+                continue
+            if isinstance(value, bool):
+                value = int(value)
+            if isinstance(value, Mapping):
+                words += [f"--{f.name}", json.dumps(dict(value))]
+            elif isinstance(value, tuple) and all(isinstance(v, int) for v in value):
+                words += [f"--{f.name}", *map(str, value)]
+            elif isinstance(value, tuple):
+                words += [f"--{f.name}", ",".join(value)]
+            else:
+                words += [f"--{f.name}", str(value)]
+        return shlex.join(words)
+
+
+def variation_count(config: EnvConfig) -> int:
+    """How many variations the task has. Only mujoco knows it without its simulator."""
+    if config.backend == "mujoco":
+        return task_class(config).variation_count
+    raise ConfigError(f"--variations all needs the variation count of {config.task!r}, which the {config.backend} "
+                      "backend knows only inside its simulator and does not report yet: pass a number of variations.")
+
+
+def job_seed(seed: int, episode: Episode, attempt: int) -> int:
+    """The demo seed of one attempt at one job."""
+    entropy = [seed, zlib.crc32(episode.task.encode()), episode.variation, episode.episode, attempt]
+    return int(np.random.SeedSequence(entropy).generate_state(1)[0])
+
+
+@dataclass
+class Job:
+    episode: Episode
+    failures: int = 0  # attempts that returned no successful demo: each moves on to the next seed
+    crashes: int = 0  # attempts lost with their worker: retried with the same seed
+    worker_pid: int | None = None
+    error: str = ""
+
+    @property
+    def attempts(self) -> int:
+        return self.failures + self.crashes
+
+
+@dataclass
+class Tally:
+    """Counts of one run, per task, for the progress bar and the summary."""
+
+    planned: dict[str, int] = field(default_factory=dict)
+    variations: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=lambda: collections.defaultdict(int))
+    written: dict[str, int] = field(default_factory=lambda: collections.defaultdict(int))
+    demo_failures: int = 0
+    worker_errors: int = 0
+    failed: list[dict[str, Any]] = field(default_factory=list)  # jobs given up or not written
+
+    @property
+    def done(self) -> int:
+        return sum(self.written.values()) + len(self.failed)
+
+
+class ProgressBar:
+    """Episodes done, demos/s, ETA and failures on stderr (rich), or nothing."""
+
+    def __init__(self, enabled: bool, total: int):
+        self.bar: Any = None
+        if enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("{task.description:<22}"), BarColumn(bar_width=24), MofNCompleteColumn(),
+                                TextColumn("{task.fields[rate]} demos/s  ETA"), TimeRemainingColumn(),
+                                TextColumn("{task.fields[failures]}"), console=Console(stderr=True))
+            self.bar.start()
+            self.task = self.bar.add_task("starting", total=total, rate="-", failures="")
+        self.started = time.perf_counter()
+
+    def update(self, description: str, tally: Tally, pool: WriterPool | None = None) -> None:
+        if self.bar is None:
+            return
+        written = sum(tally.written.values())
+        rate = written / max(time.perf_counter() - self.started, 1e-9)
+        failures = f"failed demos {tally.demo_failures}, crashes {tally.worker_errors}, lost {len(tally.failed)}"
+        if pool is not None:
+            failures += f"; writer queue {pool.pending}/{pool.options.queue_size}"
+        self.bar.update(self.task, description=description, completed=tally.done, rate=f"{rate:.2f}",
+                        failures=failures)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]:
+    """Collect every job of `config` not yet on disk under config.out; return the summary, also written to
+    {out}/collect_summary.json. command: what the summary records (default: the equivalent command line)."""
+    config = config.validated()
+    env_configs = {task: config.env_config(task) for task in config.tasks}
+    counts = {task: variation_count(task_config) if config.variations == "all" else int(config.variations)
+              for task, task_config in env_configs.items()}
+    for task, task_config in env_configs.items():
+        if config.backend == "mujoco" and counts[task] > variation_count(task_config):
+            raise ConfigError(f"{task} has {variation_count(task_config)} variations; --variations {counts[task]} asks "
+                              "for more.")
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    _check_same_dataset(out, config)
+    swept = remove_stale_staging(out)
+    summary: dict[str, Any] = {"command": command or config.command(), "finished": False,
+                               "config": _dataset_arguments(config), "stale_staging_removed": swept}
+    tally = Tally(variations=counts)
+    started = time.perf_counter()
+    start_s = 0.0
+    progress: ProgressBar | None = None
+    options = WriterOptions(config.format, int(config.writers or 1), int(config.queue_size or 1),
+                            LeRobotOptions(vcodec=config.lerobot_vcodec,
+                                           checkpoint_every=config.lerobot_checkpoint_every))
+    pool = WriterPool(out, options, env_configs)
+    try:
+        todo: dict[tuple[str, int], list[Job]] = {}
+        for task in config.tasks:
+            done = pool.completed(task)
+            for variation in range(counts[task]):
+                jobs = [Job(Episode(task, variation, e)) for e in range(config.episodes_per_task)
+                        if (variation, e) not in done]
+                tally.skipped[task] += config.episodes_per_task - len(jobs)
+                if jobs:
+                    todo[(task, variation)] = jobs
+            tally.planned[task] = counts[task] * config.episodes_per_task - tally.skipped[task]
+        _write_summary(out, summary, config, tally, pool, 0.0, 0.0)
+        progress = ProgressBar(config.progress, sum(tally.planned.values()))
+        for (task, variation), jobs in todo.items():
+            progress.update(f"{task} v{variation}: starting", tally, pool)
+            t0 = time.perf_counter()
+            with RLBenchVectorEnv.from_config(config.env_config(task, variation), _vector_config(config, len(jobs))) \
+                    as env:
+                start_s += time.perf_counter() - t0
+                _collect_jobs(env, collections.deque(jobs), config, pool, tally,
+                              functools.partial(progress.update, f"{task} v{variation}", tally, pool))
+        progress.update("writing", tally, pool)
+        pool.drain()
+        _record_writes(pool, tally)
+        remove_stale_staging(out)  # removes the staging folder itself once empty
+        summary["finished"] = True
+    finally:
+        pool.close()
+        _record_writes(pool, tally)
+        if progress is not None:
+            progress.update("done" if summary["finished"] else "stopped", tally, pool)
+            progress.stop()
+        _write_summary(out, summary, config, tally, pool, time.perf_counter() - started, start_s)
+    return summary
+
+
+def _vector_config(config: CollectConfig, jobs: int) -> VectorConfig:
+    # one env per worker process: a crash costs one job, and envs collect in parallel, not in turn
+    return VectorConfig(num_envs=min(config.num_envs, jobs), envs_per_worker=1, seed=config.seed)
+
+
+def _collect_jobs(env: RLBenchVectorEnv, jobs: collections.deque[Job], config: CollectConfig, pool: WriterPool,
+                  tally: Tally, show: Callable[[], None]) -> None:
+    """Run `jobs` on every env of `env` at once, each env starting its next job as soon as it returns a demo."""
+    running: dict[int, Job] = {}
+    idle = list(range(env.num_envs))
+    while jobs or running:
+        while idle and jobs:
+            env_id, job = idle.pop(), jobs.popleft()
+            job.worker_pid = env.worker_pid(env_id)
+            env.call_async("get_demos", 1, job_seed(config.seed, job.episode, job.failures), env_ids=[env_id],
+                           ends_episode=True, timeout=config.demo_timeout_s)
+            running[env_id] = job
+        for env_id, result in env.call_wait(min_envs=1):
+            job = running.pop(env_id)
+            idle.append(env_id)
+            if isinstance(result, WorkerError) and env.worker_pid(env_id) != job.worker_pid:
+                job.crashes += 1  # the worker died or hung: not the demo's fault, same seed again
+                tally.worker_errors += 1
+                job.error = str(result).splitlines()[0]
+            elif isinstance(result, WorkerError) or not result[0].success:
+                job.failures += 1
+                tally.demo_failures += 1
+                job.error = str(result).splitlines()[0] if isinstance(result, WorkerError) else "the demo failed"
+            else:
+                pool.submit(job.episode, result[0])
+                continue
+            if job.attempts < config.max_attempts:
+                jobs.appendleft(job)
+            else:
+                tally.failed.append({**asdict(job.episode), "attempts": job.attempts, "error": job.error})
+        _record_writes(pool, tally)
+        show()
+
+
+def _record_writes(pool: WriterPool, tally: Tally) -> None:
+    for episode, error in pool.take_finished():
+        if error is None:
+            tally.written[episode.task] += 1
+        else:
+            tally.failed.append({**asdict(episode), "attempts": 1, "error": f"not written: {error}"})
+
+
+def _dataset_arguments(config: CollectConfig) -> dict[str, Any]:
+    return json.loads(json.dumps({name: getattr(config, name) for name in DATASET_ARGUMENTS}))
+
+
+def _check_same_dataset(out: Path, config: CollectConfig) -> None:
+    path = out / SUMMARY_FILE
+    if not path.is_file():
+        return
+    before = json.loads(path.read_text()).get("config", {})
+    now = _dataset_arguments(config)
+    different = {name: (before.get(name), now[name]) for name in DATASET_ARGUMENTS if before.get(name) != now[name]}
+    if different:
+        raise ConfigError(f"{out} holds demos collected with other arguments ({different}: before, now); resume with "
+                          "the same arguments, or collect into another --out.")
+
+
+def _write_summary(out: Path, summary: dict[str, Any], config: CollectConfig, tally: Tally, pool: WriterPool,
+                   seconds: float, start_s: float) -> None:
+    written = sum(tally.written.values())
+    summary.update({
+        "tasks": {task: {"variations": tally.variations[task], "episodes_per_variation": config.episodes_per_task,
+                         "planned": tally.planned.get(task, 0), "written": tally.written[task],
+                         "skipped": tally.skipped[task],
+                         "failed": [f for f in tally.failed if f["task"] == task]}
+                  for task in config.tasks},
+        "episodes": {"planned": sum(tally.planned.values()), "written": written,
+                     "skipped": sum(tally.skipped.values()), "failed": len(tally.failed)},
+        "failures": {"demo_failures": tally.demo_failures, "worker_errors": tally.worker_errors,
+                     "jobs_failed": len(tally.failed)},
+        "seconds": round(seconds, 3), "env_start_seconds": round(start_s, 3),
+        "demos_per_s": round(written / seconds, 3) if seconds > 0 else 0.0,
+        "num_envs": config.num_envs, "writer": pool.stats.summary(),
+    })
+    temporary = out / (SUMMARY_FILE + ".tmp")
+    temporary.write_text(json.dumps(summary, indent=2) + "\n")
+    temporary.replace(out / SUMMARY_FILE)
+
+
+# ---- command line ----
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(word.strip() for word in text.split(",") if word.strip())
+
+
+def _count_or_all(text: str) -> int | str:
+    return text if text == "all" else int(text)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
+    parser = argparse.ArgumentParser(prog="python -m rlbench_vec.collect", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    default = CollectConfig()
+    parser.add_argument("--tasks", type=_words, required=True, help="comma-separated, e.g. open_drawer,reach_target")
+    parser.add_argument("--out", required=True, help="dataset folder (a rerun resumes it)")
+    parser.add_argument("--episodes_per_task", type=int, default=default.episodes_per_task,
+                        help="episodes per variation, as RLBench counts them")
+    parser.add_argument("--variations", default=default.variations, type=_count_or_all,
+                        help="a count (variations 0..n-1) or all")
+    parser.add_argument("--format", default=default.format, choices=FORMATS)
+    parser.add_argument("--seed", type=int, default=default.seed)
+    parser.add_argument("--backend", default=default.backend, choices=BACKENDS)
+    parser.add_argument("--num_envs", type=int, default=default.num_envs, help="worker processes collecting at once")
+    parser.add_argument("--image_size", type=int, nargs=2, default=default.image_size, metavar=("WIDTH", "HEIGHT"))
+    parser.add_argument("--cameras", type=_words, default=default.cameras, help=f"comma-separated among {CAMERAS}")
+    parser.add_argument("--modalities", type=_words, default=None,
+                        help=f"comma-separated among {MODALITIES} (default: rgb,depth,mask; lerobot: rgb)")
+    parser.add_argument("--arm_mode", default=default.arm_mode, choices=ARM_MODES)
+    parser.add_argument("--absolute_mode", type=int, default=1, choices=(0, 1))
+    parser.add_argument("--gripper_mode", default=default.gripper_mode, choices=GRIPPER_MODES)
+    parser.add_argument("--max_episode_steps", type=int, default=default.max_episode_steps)
+    parser.add_argument("--backend_options", type=json.loads, default={}, help="JSON")
+    parser.add_argument("--renderer", default=None, help="mujoco: osmesa, egl or glfw")
+    parser.add_argument("--demo_timeout_s", type=float, default=default.demo_timeout_s,
+                        help="restart a worker silent this long on one demo")
+    parser.add_argument("--max_attempts", type=int, default=default.max_attempts, help="per episode")
+    parser.add_argument("--writers", type=int, default=None, help="writer processes (default: num_envs / 2)")
+    parser.add_argument("--queue_size", type=int, default=None,
+                        help="demos waiting for writers (default: 2 per writer)")
+    parser.add_argument("--lerobot_vcodec", default=default.lerobot_vcodec)
+    parser.add_argument("--lerobot_checkpoint_every", type=int, default=default.lerobot_checkpoint_every)
+    parser.add_argument("--progress", type=int, default=1, choices=(0, 1))
+    args = vars(parser.parse_args(argv))
+    args["absolute_mode"], args["progress"] = bool(args["absolute_mode"]), bool(args["progress"])
+    args["image_size"] = tuple(args["image_size"])
+    return CollectConfig(**args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    config = parse_args(argv)
+    try:
+        summary = collect(config, command=shlex.join(["python", "-m", "rlbench_vec.collect", *argv]))
+    except KeyboardInterrupt:
+        print(f"interrupted: run the same command again to resume ({Path(config.out) / SUMMARY_FILE}).",
+              file=sys.stderr)
+        return 130
+    except RLBenchVecError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    episodes = summary["episodes"]
+    print(f"{episodes['written']} episodes written, {episodes['skipped']} already there, {episodes['failed']} failed "
+          f"in {summary['seconds']:.1f} s ({summary['demos_per_s']:.2f} demos/s): {Path(config.out) / SUMMARY_FILE}")
+    return 1 if episodes["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""rlbench_vec.collect: the command and the function end to end on the real mujoco backend at tiny image sizes:
+summary, read-back in both formats against the demo regenerated from its seed, determinism across envs,
+a worker and a writer killed mid-collection, resume, retried and reported failures, argument errors; and the
+rlbench backend through its test double."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+from conftest import live_children, own_segments
+
+from rlbench_vec import CAMERAS, ConfigError, Demo, RLBenchVectorEnv, VectorConfig
+from rlbench_vec.collect import SUMMARY_FILE, CollectConfig, collect, job_seed
+from rlbench_vec.datasets import read_episode
+from rlbench_vec.datasets.rlbench_format import DEPTH_SCALE, STAGING_FOLDER
+from rlbench_vec.datasets.writers import Episode
+
+TASK = "pick_and_lift"
+ROOT = Path(__file__).resolve().parent.parent
+DOUBLE = ROOT / "tests" / "rlbench_double"
+CONFIG = CollectConfig(tasks=(TASK,), episodes_per_task=3, variations=2, backend="mujoco", num_envs=2,
+                       image_size=(16, 16), progress=False)
+LOW_DIM = ("joint_velocities", "joint_positions", "joint_forces", "gripper_open", "gripper_pose",
+           "gripper_joint_positions", "task_low_dim_state")
+
+
+def regenerate(config: CollectConfig, episode: Episode) -> Demo:
+    """The demo the collector stores for `episode` (first attempt), collected directly from its seed."""
+    env_config = config.validated().env_config(episode.task, episode.variation)
+    with RLBenchVectorEnv.from_config(env_config, VectorConfig(num_envs=1)) as env:
+        [demo] = env.call("get_demos", 1, job_seed(config.seed, episode, 0), ends_episode=True)[0]
+    return demo
+
+
+def leftover_processes() -> list[psutil.Process]:
+    """Our descendants, but Python's resource tracker (it lives as long as this process, engine or not)."""
+    return [p for p in live_children() if "resource_tracker" not in " ".join(p.cmdline())]
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()
+            and path.name != SUMMARY_FILE}
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("collected")
+    summary = collect(replace(CONFIG, out=str(out)))
+    assert not own_segments() and not leftover_processes(), "collect() left processes or shared memory behind"
+    return out, summary
+
+
+def test_function_collects_every_episode_and_summarises(collected):
+    out, summary = collected
+    assert json.loads((out / SUMMARY_FILE).read_text()) == summary
+    assert summary["finished"] and summary["episodes"] == {"planned": 6, "written": 6, "skipped": 0, "failed": 0}
+    assert summary["tasks"][TASK]["variations"] == 2 and summary["tasks"][TASK]["written"] == 6
+    assert summary["failures"] == {"demo_failures": 0, "worker_errors": 0, "jobs_failed": 0}
+    assert summary["seconds"] > 0 and summary["demos_per_s"] == pytest.approx(6 / summary["seconds"], rel=1e-2)
+    assert summary["writer"]["demos_written"] == 6 and summary["writer"]["queue_depth_max"] <= 2
+    assert summary["command"].startswith("python -m rlbench_vec.collect --tasks pick_and_lift")
+    for variation in (0, 1):
+        episodes = out / TASK / f"variation{variation}" / "episodes"
+        assert sorted(os.listdir(episodes)) == ["episode0", "episode1", "episode2"]
+    assert not (out / STAGING_FOLDER).exists()
+
+
+def test_rlbench_format_reads_back_within_rlbench_precision(collected):
+    out, _ = collected
+    episode = Episode(TASK, 1, 2)
+    original = regenerate(CONFIG, episode)
+    back = read_episode(out / TASK / "variation1" / "episodes" / "episode2")
+    steps = len(original.actions) + 1
+    assert len(back.actions) == steps - 1 and back.actions.dtype == np.float32
+    np.testing.assert_array_equal(back.actions, original.actions)
+    assert back.variation_index == 1 and back.descriptions == original.descriptions
+    assert "pick up the maroon block" in back.descriptions[0]  # variation 1 is the second colour
+    for camera in CAMERAS:
+        rgb, depth, mask = (back.observations[f"{camera}_{m}"] for m in ("rgb", "depth", "mask"))
+        assert rgb.shape == (steps, 16, 16, 3) and rgb.dtype == np.uint8
+        assert depth.shape == mask.shape == (steps, 16, 16) and depth.dtype == mask.dtype == np.float32
+        np.testing.assert_array_equal(rgb, original.observations[f"{camera}_rgb"])
+        np.testing.assert_array_equal(mask, original.observations[f"{camera}_mask"])
+        reference = original.observations[f"{camera}_depth"]
+        assert np.all(np.abs(depth - reference) <= 0.5 / DEPTH_SCALE + np.spacing(reference)), camera
+    for name in LOW_DIM:
+        np.testing.assert_array_equal(back.observations[name], original.observations[name])
+
+
+def mujoco_workers(pid: int) -> list[psutil.Process]:
+    """Descendants of `pid` that loaded MuJoCo: the env workers (the writers never import it)."""
+    found = []
+    for child in psutil.Process(pid).children(recursive=True):
+        try:
+            if any("mujoco" in region.path for region in child.memory_maps()):
+                found.append(child)
+        except psutil.Error:
+            pass
+    return found
+
+
+def test_cli_survives_a_killed_worker_and_stores_the_same_demos(collected, tmp_path):
+    """A worker SIGKILLed mid-collection costs its demo only: it is collected again with the same seed, so the
+    dataset (collected here by one env, through the command) is byte for byte the function's with two envs."""
+    out, _ = collected
+    command = [sys.executable, "-m", "rlbench_vec.collect", "--tasks", TASK, "--episodes_per_task", "3",
+               "--variations", "2", "--backend", "mujoco", "--num_envs", "1", "--image_size", "16", "16",
+               "--progress", "0", "--out", str(tmp_path)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = None
+    deadline = time.monotonic() + 120
+    while killed is None and process.poll() is None and time.monotonic() < deadline:
+        if (tmp_path / TASK / "variation0" / "episodes").is_dir():  # one demo written: the next is under way
+            for worker in mujoco_workers(process.pid):
+                worker.send_signal(signal.SIGKILL)
+                killed = worker.pid
+        time.sleep(0.01)
+    stdout, stderr = process.communicate(timeout=120)
+    assert killed is not None, "the run ended before a worker could be killed"
+    assert process.returncode == 0, stderr
+    assert "6 episodes written" in stdout
+    summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
+    assert summary["failures"]["worker_errors"] == 1 and summary["episodes"]["written"] == 6
+    assert summary["command"] == "python -m rlbench_vec.collect " + " ".join(command[3:])
+    assert files(tmp_path) == files(out)
+
+
+def test_rerun_resumes_and_sweeps_stale_staging(collected, tmp_path):
+    out, _ = collected
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    shutil.rmtree(copy / TASK / "variation0" / "episodes" / "episode1")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = copy / STAGING_FOLDER / f"{socket.gethostname()}-{int(dead.stdout)}-{'0' * 32}"
+    (stale / "front_rgb").mkdir(parents=True)  # what a writer killed mid-episode leaves
+    summary = collect(replace(CONFIG, out=str(copy)))
+    assert summary["episodes"] == {"planned": 1, "written": 1, "skipped": 5, "failed": 0}
+    assert summary["stale_staging_removed"] == 1 and not (copy / STAGING_FOLDER).exists()
+    assert files(copy) == files(out)
+    with pytest.raises(ConfigError, match="other arguments"):
+        collect(replace(CONFIG, out=str(copy), image_size=(24, 24)))
+
+
+def test_failed_demos_are_retried_then_reported(tmp_path):
+    """pick_and_lift's oracle needs more than 2 steps: every attempt fails, each job is tried max_attempts times."""
+    summary = collect(replace(CONFIG, out=str(tmp_path), episodes_per_task=2, variations=1, max_episode_steps=2,
+                              max_attempts=2))
+    assert summary["failures"] == {"demo_failures": 4, "worker_errors": 0, "jobs_failed": 2}
+    assert summary["episodes"] == {"planned": 2, "written": 0, "skipped": 0, "failed": 2}
+    failed = sorted((f["variation"], f["episode"], f["attempts"]) for f in summary["tasks"][TASK]["failed"])
+    assert failed == [(0, 0, 2), (0, 1, 2)]
+    assert not (tmp_path / TASK / "variation0" / "episodes").exists()
+
+
+def test_a_hung_worker_is_restarted_and_its_job_reported(tmp_path):
+    """No demo finishes within demo_timeout_s: the engine kills and restarts the worker, and the job counts as
+    lost to its worker (with max_attempts=1 it is then given up and reported)."""
+    summary = collect(replace(CONFIG, out=str(tmp_path), episodes_per_task=1, variations=2, demo_timeout_s=0.01,
+                              max_attempts=1))
+    assert summary["failures"] == {"demo_failures": 0, "worker_errors": 2, "jobs_failed": 2}
+    assert all("restarted" in job["error"] for job in summary["tasks"][TASK]["failed"])
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"cameras": ("front",)}, "all five cameras"),
+    ({"modalities": ("rgb",)}, "all five cameras"),
+    ({"backend_options": {"variation": 1}}, "set per job"),
+    ({"variations": 99}, "20 variations"),
+    ({"format": "hdf5"}, "unknown format"),
+    ({"backend": "synthetic"}, "collects no demos"),
+    ({"tasks": ()}, "at least one task"),
+    ({"max_attempts": 0}, "max_attempts"),
+])
+def test_bad_arguments_raise_before_anything_starts(change, message, tmp_path):
+    with pytest.raises(ConfigError, match=message):
+        collect(replace(CONFIG, out=str(tmp_path / "never"), **change))
+    assert not leftover_processes()
+
+
+def test_lerobot_format_reads_back(tmp_path):
+    pytest.importorskip("lerobot.datasets.lerobot_dataset",
+                        reason="lerobot is not installed (optional; docs/collect.md says how)")
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    config = replace(CONFIG, out=str(tmp_path), format="lerobot", cameras=("front", "wrist"), image_size=(32, 32),
+                     variations=1, episodes_per_task=2)
+    summary = collect(config)
+    assert summary["episodes"]["written"] == 2
+    originals = [regenerate(config, Episode(TASK, 0, e)) for e in range(2)]
+    dataset = LeRobotDataset(f"rlbench_vec/{TASK}", root=tmp_path / TASK)
+    assert dataset.num_episodes == 2 and len(dataset) == sum(len(demo.actions) for demo in originals)
+    by_episode = {}
+    for index in range(len(dataset)):
+        item = dataset[index]
+        by_episode.setdefault(int(item["rlbench_episode"][1]), []).append(item)
+    for number, demo in enumerate(originals):
+        items = by_episode[number]
+        assert len(items) == len(demo.actions)
+        for t in (0, len(items) - 1):
+            item = items[t]
+            assert item["task"] == demo.descriptions[0] and item["rlbench_episode"].tolist() == [0, number]
+            np.testing.assert_array_equal(item["action"].numpy(), demo.actions[t])
+            for camera in ("front", "wrist"):
+                image = item[f"observation.images.{camera}"]
+                assert tuple(image.shape) == (3, 32, 32) and str(image.dtype) == "torch.float32"
+                decoded = image.numpy().transpose(1, 2, 0) * 255
+                assert np.abs(decoded - demo.observations[f"{camera}_rgb"][t]).mean() < 12  # lossy video
+
+
+def test_a_dead_writer_stops_the_run_and_a_rerun_completes(tmp_path):
+    """A writer killed mid-run loses what it was writing: the run stops with a DatasetError (exit code 2) and
+    its summary; the rerun sweeps the writer's staging folder and collects what is missing."""
+    command = [sys.executable, "-m", "rlbench_vec.collect", "--tasks", TASK, "--episodes_per_task", "8",
+               "--backend", "mujoco", "--num_envs", "2", "--image_size", "16", "16", "--progress", "0",
+               "--out", str(tmp_path)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = None
+    deadline = time.monotonic() + 120
+    while killed is None and process.poll() is None and time.monotonic() < deadline:
+        if (tmp_path / TASK / "variation0" / "episodes").is_dir():
+            workers = {worker.pid for worker in mujoco_workers(process.pid)}
+            writers = [child for child in psutil.Process(process.pid).children()
+                       if child.pid not in workers and "resource_tracker" not in " ".join(child.cmdline())]
+            if workers and writers:
+                writers[0].send_signal(signal.SIGKILL)
+                killed = writers[0].pid
+        time.sleep(0.01)
+    _, stderr = process.communicate(timeout=120)
+    assert killed is not None, "the run ended before its writer could be killed"
+    assert process.returncode == 2 and "writer process 0 died" in stderr, stderr
+    summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
+    assert not summary["finished"] and summary["episodes"]["written"] < 8
+    rerun = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
+    assert summary["episodes"]["written"] + summary["episodes"]["skipped"] == 8
+    assert sorted(os.listdir(tmp_path / TASK / "variation0" / "episodes")) == [f"episode{i}" for i in range(8)]
+    assert not (tmp_path / STAGING_FOLDER).exists()
+
+
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="the RLBench double needs Xvfb (apt-get install xvfb)")
+def test_rlbench_backend_collects_each_variation_through_the_double(monkeypatch, tmp_path):
+    """The rlbench backend (its test double: CoppeliaSim cannot run here) gets the variation of each job."""
+    log = tmp_path / "double.jsonl"
+    monkeypatch.syspath_prepend(str(DOUBLE))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(DOUBLE), str(ROOT)]))
+    monkeypatch.setenv("RLBENCH_DOUBLE_LOG", str(log))
+    config = replace(CONFIG, out=str(tmp_path / "out"), backend="rlbench", tasks=("reach_target",),
+                     episodes_per_task=2)
+    summary = collect(config)
+    assert summary["episodes"]["written"] == 4 and summary["config"]["backend"] == "rlbench"
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sorted(call["variation"] for call in calls if call["event"] == "get_demos") == [0, 0, 1, 1]
+    for variation in (0, 1):
+        for episode in (0, 1):
+            stored = read_episode(tmp_path / "out" / "reach_target" / f"variation{variation}" / "episodes"
+                                  / f"episode{episode}")
+            assert stored.variation_index == variation and stored.observations["front_rgb"].shape[1:] == (16, 16, 3)
+    with pytest.raises(ConfigError, match="pass a number of variations"):
+        collect(replace(config, variations="all"))
+    assert "rlbench" not in sys.modules and "pyrep" not in sys.modules, "the main process imported the simulator"
