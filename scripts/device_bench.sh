@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The engine's benchmarks on the lent GPU host (one H100, 16 cores, Python 3.12 with torch, no package
 # index): unpack the carried GL loaders and wheels, then run one stage, writing into $OUT.
-#   bash scripts/device_bench.sh peers|reset|mujoco|engine|cuda|cuda_tests      (carry: .gl .whl-mjwarp-c .whl-bench)
+#   bash scripts/device_bench.sh peers|reset|mujoco|engine|collect|cuda|cuda_tests
+#   (carry: .gl .whl-mjwarp-c .whl-bench .whl-collect)
 set -euo pipefail
-stage=${1:?stage: peers, reset, mujoco, cuda or cuda_tests}
+stage=${1:?stage: peers, reset, mujoco, engine, collect, cuda or cuda_tests}
 if [ ! -e /tmp/site/.ready ]; then  # once per machine
   for deb in .gl/*.deb; do dpkg -x "$deb" /; done
   ldconfig
   python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl-mjwarp-c/*.whl \
-    .whl-bench/*.whl 2>&1 | grep -v "^WARNING" || true
+    .whl-bench/*.whl .whl-collect/*.whl 2>&1 | grep -v "^WARNING" || true
   touch /tmp/site/.ready
 fi
 export PYTHONPATH=/tmp/site:$PWD MUJOCO_GL=egl PYTHONUNBUFFERED=1
@@ -19,6 +20,8 @@ case $stage in
   reset) python3 benchmarks/reset_overlap.py --tag gpu16 --num_envs 16 --reset_s 0 0.05 0.25 1.0 --seconds 3 \
            --out "$OUT" ;;
   mujoco) python3 benchmarks/mujoco_groups.py --tag h100 --num_envs 16 64 --envs_per_worker 1 4 --out "$OUT" ;;
+  collect) python3 benchmarks/collect_bench.py --tag gpu16 --episodes ${EPISODES:-100} --num_envs 1 4 16 --quiet \
+           --out "$OUT" ;;
   engine) for part in mujoco peers reset; do bash "$0" "$part"; done ;;
   cuda) python3 scripts/bench_cuda.py --out "$OUT/bench_cuda_h100.json" ;;
   cuda_tests) python3 -m pytest -q -p no:cacheprovider tests/test_tensors.py 2>&1 | tee "$OUT/cuda_tests.log" ;;
