@@ -30,7 +30,8 @@ import os
 import platform
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -70,10 +71,14 @@ class PeerEnv(gym.Env):
 
     def __init__(self, index: int):
         spec = observation_spec(CONFIG)
-        self.observation_space = gym.spaces.Dict({
-            key: gym.spaces.Box(0, 255, s.shape, s.dtype) if s.dtype == np.uint8 else gym.spaces.Box(-np.inf, np.inf, s.shape, s.dtype)
-            for key, s in spec.items()
-        })
+        self.observation_space = gym.spaces.Dict(
+            {
+                key: gym.spaces.Box(0, 255, s.shape, s.dtype)
+                if s.dtype == np.uint8
+                else gym.spaces.Box(-np.inf, np.inf, s.shape, s.dtype)
+                for key, s in spec.items()
+            }
+        )
         self.action_space = gym.spaces.Box(-np.inf, np.inf, (action_size(CONFIG),), np.float32)
         self.backend = SyntheticBackend(CONFIG, index)
         self.obs = {key: np.zeros(s.shape, s.dtype) for key, s in spec.items()}
@@ -167,7 +172,9 @@ def measure(system: str, n: int, settings: dict[str, dict[str, Any]], scale: flo
                     env.set_attr(attr, value)
                 out[name] = time_ours(env, mode, steps_per_env(setting, n, scale))
     elif system == "gymnasium async":
-        env = gym.vector.AsyncVectorEnv([make_peer(i) for i in range(n)], shared_memory=True, copy=False, context="spawn")
+        env = gym.vector.AsyncVectorEnv(
+            [make_peer(i) for i in range(n)], shared_memory=True, copy=False, context="spawn"
+        )
         try:
             for name, setting in settings.items():
                 env.call("set_costs", setting["options"])
@@ -206,7 +213,9 @@ def print_tables(results: list[dict[str, Any]], settings: list[str], systems: li
 
 def cpu_bound(setting: dict[str, Any], n: int, cpus: int) -> float | None:
     """The most env-steps/s that min(n, cpus) cores can give when every step burns its cost in CPU."""
-    per_step = setting["step_cost_s"] + (setting["reset_cost_s"] / setting["episode_length"] if setting["episode_length"] else 0.0)
+    per_step = setting["step_cost_s"] + (
+        setting["reset_cost_s"] / setting["episode_length"] if setting["episode_length"] else 0.0
+    )
     return min(n, cpus) / per_step if per_step > 0 else None
 
 
@@ -222,10 +231,14 @@ def plot(report: dict[str, Any], path: str) -> None:
     fig, axes = plt.subplots(1, len(settings), figsize=(5 * len(settings), 4.6), squeeze=False)
     for ax, (name, setting) in zip(axes[0], settings.items()):
         for system in systems:
-            points = sorted((r["num_envs"], r["sps"]) for r in results if r["setting"] == name and r["system"] == system)
+            points = sorted(
+                (r["num_envs"], r["sps"]) for r in results if r["setting"] == name and r["system"] == system
+            )
             ax.plot(*zip(*points), marker="o", label=system)
         if cpu_bound(setting, 1, cpus) is not None:
-            ax.plot(counts, [cpu_bound(setting, n, cpus) for n in counts], "k--", lw=1, label=f"CPU bound ({cpus} cores)")
+            ax.plot(
+                counts, [cpu_bound(setting, n, cpus) for n in counts], "k--", lw=1, label=f"CPU bound ({cpus} cores)"
+            )
         ax.set(title=f"step cost {name}", xlabel="num_envs", ylabel="env-steps/s", yscale="log")
         ax.set_xscale("log", base=2)
         ax.set_xticks(counts, [str(n) for n in counts])

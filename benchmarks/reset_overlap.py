@@ -98,7 +98,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tag", required=True)
     parser.add_argument("--num_envs", type=int, default=16)
-    parser.add_argument("--spares", type=int, default=None, help="spare instances for the spares mode (default num_envs)")
+    parser.add_argument(
+        "--spares", type=int, default=None, help="spare instances for the spares mode (default num_envs)"
+    )
     parser.add_argument("--policy_ms", type=float, default=50.0)
     parser.add_argument("--step_ms", type=float, default=0.0, help="CPU cost of a step in the worker")
     parser.add_argument("--episode_length", type=int, default=20)

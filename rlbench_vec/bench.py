@@ -60,7 +60,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--gripper_mode", default=DEFAULTS.gripper_mode, choices=GRIPPER_MODES)
     parser.add_argument("--renderer", default=None, help="backend renderer (mujoco: osmesa, egl, glfw)")
     parser.add_argument("--action_chunk", type=int, default=1, help="K actions per env per round trip (step_chunk)")
-    parser.add_argument("--copy_obs", type=int, default=0, choices=(0, 1), help="1: copy observations out of shared memory")
+    parser.add_argument(
+        "--copy_obs", type=int, default=0, choices=(0, 1), help="1: copy observations out of shared memory"
+    )
     parser.add_argument("--image_size", type=int, nargs=2, default=DEFAULTS.image_size, metavar=("WIDTH", "HEIGHT"))
     parser.add_argument("--cameras", nargs="+", default=list(DEFAULTS.cameras), choices=CAMERAS)
     parser.add_argument("--modalities", nargs="+", default=list(DEFAULTS.modalities), choices=MODALITIES)
@@ -72,9 +74,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="1: reset an ended episode before its next step is asked for")
     parser.add_argument("--async", dest="async_", action="store_true",
                         help="partial batches: send/recv, acting on the first --min_envs envs to finish")
-    parser.add_argument("--min_envs", type=int, default=None, help="envs per partial batch (implies --async; default num_envs/2)")
+    parser.add_argument(
+        "--min_envs", type=int, default=None, help="envs per partial batch (implies --async; default num_envs/2)"
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cpu_affinity", action="store_true", help="pin each worker to a core of this local rank's share")
+    parser.add_argument(
+        "--cpu_affinity", action="store_true", help="pin each worker to a core of this local rank's share"
+    )
     parser.add_argument("--record", action="store_true", help="record per-env video while benchmarking")
     parser.add_argument("--video_dir", default="videos")
     parser.add_argument("--video_envs", type=int, nargs="+", default=None, help="envs that record (default: all)")
@@ -424,7 +430,9 @@ def print_summary(result: dict[str, Any]) -> None:
                       f"{r['gpu_memory_mb']:.0f} MB, {r['gpu_memory_mb'] / r['num_envs']:.2f} MB per env")
     table.add_row("CPU main / workers", f"{r['cpu_main_cores']:.2f} / {r['cpu_workers_cores']:.2f} cores")
     table.add_row("CPU machine busy", f"{r['cpu_machine_percent']:.0f}%")
-    table.add_row("resets / invalid-action ends / restarts", f"{r['resets']} / {r['invalid_actions']} / {r['restarts']}")
+    table.add_row(
+        "resets / invalid-action ends / restarts", f"{r['resets']} / {r['invalid_actions']} / {r['restarts']}"
+    )
     for rank in r.get("ranks", []):
         table.add_row(f"rank {rank['rank']}", f"{rank['sps']:,.0f} env-steps/s, {rank['num_envs']} envs")
     Console().print(table)

@@ -304,8 +304,10 @@ def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
     unknown = sorted(set(options) - set(ENV_OPTIONS) - set(VECTOR_OPTIONS))
     if unknown:
         name = unknown[0]
-        raise ConfigError(f"unknown option {name!r}.{close_matches(name, ENV_OPTIONS + VECTOR_OPTIONS)} "
-                          f"Environment options: {', '.join(ENV_OPTIONS)}. Engine options: {', '.join(VECTOR_OPTIONS)}.")
+        raise ConfigError(
+            f"unknown option {name!r}.{close_matches(name, ENV_OPTIONS + VECTOR_OPTIONS)} "
+            f"Environment options: {', '.join(ENV_OPTIONS)}. Engine options: {', '.join(VECTOR_OPTIONS)}."
+        )
     env = {k: v for k, v in options.items() if k in ENV_OPTIONS}
     vector = {k: v for k, v in options.items() if k in VECTOR_OPTIONS}
     for name in ("cameras", "modalities", "low_dim", "image_size"):  # lists from JSON or argparse

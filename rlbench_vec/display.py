@@ -106,8 +106,13 @@ class Display:
         self._log = log
         self._record: dict[str, Any] = {}
         if process is not None:
-            self._record = {"xvfb_pid": process.pid, "xvfb_start": _process_start(process.pid),
-                            "display_dir": directory, "owner_pid": os.getpid(), "owner_start": _process_start(os.getpid())}
+            self._record = {
+                "xvfb_pid": process.pid,
+                "xvfb_start": _process_start(process.pid),
+                "display_dir": directory,
+                "owner_pid": os.getpid(),
+                "owner_start": _process_start(os.getpid()),
+            }
 
     @property
     def xauthority(self) -> str | None:
@@ -304,7 +309,9 @@ def _gpu_index(info: GLInfo, gpus: list[NvidiaGpu]) -> int | None:
 def _missing_for_gpu(gpus: list[NvidiaGpu], library: str | None) -> list[str]:
     missing = []
     if not gpus:
-        missing.append("no NVIDIA GPU is visible (no /dev/nvidia0): give the container the GPUs (docker run --gpus all)")
+        missing.append(
+            "no NVIDIA GPU is visible (no /dev/nvidia0): give the container the GPUs (docker run --gpus all)"
+        )
     if library is None:
         missing.append(
             f"NVIDIA's GLX library {NVIDIA_GLX} is not installed: in a container, set NVIDIA_DRIVER_CAPABILITIES "
@@ -340,7 +347,9 @@ def nvidia_gpus() -> list[NvidiaGpu]:
         if os.path.exists(f"/dev/nvidia{minor}"):
             gpus.append(NvidiaGpu(len(gpus), fields.get("GPU UUID"), minor, fields.get("Model", "")))
     if not gpus:  # /proc/driver/nvidia hidden (some containers): the device nodes alone
-        minors = sorted(int(m.group(1)) for p in Path("/dev").glob("nvidia*") if (m := re.fullmatch(r"nvidia(\d+)", p.name)))
+        minors = sorted(
+            int(m.group(1)) for p in Path("/dev").glob("nvidia*") if (m := re.fullmatch(r"nvidia(\d+)", p.name))
+        )
         gpus = [NvidiaGpu(index, None, minor, "") for index, minor in enumerate(minors)]
     return gpus
 

@@ -129,7 +129,12 @@ class VideoRecorder:
         number = f"{self.number:05d}" if self.config.per_episode else f"{self.number:02d}"
         name = f"{self.prefix}_{self.tag}{number}_{camera}.mp4"
         return self._imageio.get_writer(
-            os.path.join(self.config.directory, name), format="FFMPEG", mode="I", fps=self.config.fps, codec="libx264", quality=QUALITY,
+            os.path.join(self.config.directory, name),
+            format="FFMPEG",
+            mode="I",
+            fps=self.config.fps,
+            codec="libx264",
+            quality=QUALITY,
             pixelformat="yuv420p",  # plays everywhere
             macro_block_size=2,  # yuv420p needs even sides; 16 would rescale 8..15-pixel multiples
             ffmpeg_log_level="error",

@@ -315,7 +315,9 @@ class Runner:
         # an env whose reset failed has no observation to write: its slot is left alone
         seen = wanted[~d.no_observation[wanted]] if d.no_observation.any() else wanted
         if len(seen):
-            for j, error in self._observe(local[seen], slots[seen], pages if np.isscalar(pages) else pages[seen]).items():
+            for j, error in self._observe(
+                local[seen], slots[seen], pages if np.isscalar(pages) else pages[seen]
+            ).items():
                 d.error(int(seen[j]), error)
                 d.flags[seen[j]] |= EPISODE_OVER
                 self.over[local[seen[j]]] = True

@@ -45,7 +45,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 
-from rlbench_vec import display as glx
+from rlbench_vec import display as glx  # noqa: E402  (after the sys.path line above)
 
 FBO_PROGRAM = REPO / "tests" / "programs" / "glx_fbo_readback.py"
 RGB_LEVELS, DEPTH_FRACTION, SHARE = 8, 1e-3, 0.99

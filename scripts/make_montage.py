@@ -57,9 +57,17 @@ def main() -> None:
     rows.append([np.repeat((255 * obs[f"{c}_depth"] ** 0.5).astype(np.uint8)[..., None], 3, axis=2) for c in CAMERAS])
     rows.append([colour_ids(obs[f"{camera}_mask"]) for camera in CAMERAS])
     gap = 4  # white lines between the images
-    montage = np.concatenate([np.pad(np.concatenate([np.pad(im, ((0, 0), (0, gap), (0, 0)), constant_values=255)
-                                                     for im in row], 1), ((0, gap), (0, 0), (0, 0)), constant_values=255)
-                              for row in rows], 0)
+    montage = np.concatenate(
+        [
+            np.pad(
+                np.concatenate([np.pad(im, ((0, 0), (0, gap), (0, 0)), constant_values=255) for im in row], 1),
+                ((0, gap), (0, 0), (0, 0)),
+                constant_values=255,
+            )
+            for row in rows
+        ],
+        0,
+    )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     iio.imwrite(args.out, montage)
     print(f"wrote {args.out} ({montage.shape[1]}x{montage.shape[0]})")

@@ -17,7 +17,9 @@ def own_segments() -> set[str]:
 
 
 def live_children() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    return [
+        p for p in psutil.Process().children(recursive=True) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    ]
 
 
 @pytest.fixture

@@ -10,12 +10,11 @@ import types
 
 import numpy as np
 import pytest
+from test_video import mujoco_available
 
 from rlbench_vec import bench
 from rlbench_vec.config import CAMERAS, EnvConfig
 from rlbench_vec.distributed import RankInfo
-
-from test_video import mujoco_available
 
 SYNTHETIC = ["--backend", "synthetic", "--quiet"]
 

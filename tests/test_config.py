@@ -23,7 +23,7 @@ from rlbench_vec.config import EnvConfig, VectorConfig, split_options
     ({"image_size": (100000, 100000)}, r"image_size must be in \[8, 4096\]"),
     ({"autoreset_mode": "same-step"}, "Did you mean 'same_step'"),
     ({"spare_envs": 1, "autoreset_mode": "same_step"}, "next_step"),
-    ({"recycle_after_episodes": 3, "autoreset_mode": "disabled"}, "recycle_after_episodes .* autoreset_mode='next_step'"),
+    ({"recycle_after_episodes": 3, "autoreset_mode": "disabled"}, "recycle_after_episodes .*='next_step'"),
     ({"max_worker_rss_mb": 500, "autoreset_mode": "same_step"}, "max_worker_rss_mb .* autoreset_mode='next_step'"),
     ({"seed": -1}, "seed must be >= 0"),
     ({"step_timout_s": 1.0}, "Did you mean 'step_timeout_s'"),

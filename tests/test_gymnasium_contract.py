@@ -16,7 +16,8 @@ from gymnasium.wrappers import vector as vector_wrappers
 
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.errors import ConfigError
-from rlbench_vec.gym_env import ENV_ID, RLBenchEnv, make_env as make_single_env
+from rlbench_vec.gym_env import ENV_ID, RLBenchEnv
+from rlbench_vec.gym_env import make_env as make_single_env
 
 SYNTHETIC = dict(backend="synthetic", cameras=("front",), image_size=(16, 16))
 ENDS_AFTER_3 = dict(SYNTHETIC, backend_options={"episode_length": 3})

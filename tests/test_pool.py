@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-
 from conftest import live_children, own_segments
+
 from rlbench_vec import BackendUnavailableError, ClosedError, RestartBudgetExceeded, RLBenchVectorEnv, WorkerError
 from rlbench_vec.shm import SHM_DIR, pid_namespace
 
@@ -159,7 +159,9 @@ def test_crash_loop_turns_into_a_clear_error(make_env):
 
 def test_worker_that_fails_to_start_raises_with_its_reason_and_leaves_nothing():
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    with pytest.raises(WorkerError, match=r"env \d: worker failed to start: RuntimeError: synthetic simulator \d failed") as caught:
+    with pytest.raises(
+        WorkerError, match=r"env \d: worker failed to start: RuntimeError: synthetic simulator \d failed"
+    ) as caught:
         RLBenchVectorEnv(num_envs=2, backend="synthetic", backend_options={"raise_on_start": True})
     assert "synthetic.py" in caught.value.worker_traceback
     assert not own_segments()

@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rlbench_vec.errors import ConfigError
-from rlbench_vec.tensors import TensorConverter, address_span, import_torch
+from rlbench_vec.errors import ConfigError  # noqa: E402  (torch first: the module is skipped without it)
+from rlbench_vec.tensors import TensorConverter, address_span, import_torch  # noqa: E402
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 SMALL = dict(cameras=("front",), image_size=(16, 16), num_envs=3)
@@ -45,7 +45,9 @@ def test_converter_converts_copies_without_touching_the_shared_views():
     views = {"pose": np.arange(14.0).reshape(2, 7)}
     convert = TensorConverter([views, views])
     gathered = {"pose": views["pose"][[1]]}  # what a partial recv or copy_obs=True hands over
-    obs, reward, *_ = convert((gathered, np.zeros(1), np.zeros(1, bool), np.zeros(1, bool), {}), page=0, whole_page=False)
+    obs, reward, *_ = convert(
+        (gathered, np.zeros(1), np.zeros(1, bool), np.zeros(1, bool), {}), page=0, whole_page=False
+    )
     assert obs["pose"].tolist() == [views["pose"][1].tolist()]
     assert same_memory(obs["pose"], gathered["pose"]) and not same_memory(obs["pose"], views["pose"])
 
@@ -55,7 +57,8 @@ def test_converter_turns_per_step_info_into_tensors_and_keeps_metadata():
     chunk = {"pose": np.zeros((2, 4, 7))}
     executed = np.ones((2, 4), bool)
     _, _, _, _, info = TensorConverter([views, views])(
-        fake_result(views, 2, executed=executed, chunk_observations=chunk, env_id=np.arange(2)), page=0, whole_page=True)
+        fake_result(views, 2, executed=executed, chunk_observations=chunk, env_id=np.arange(2)), page=0, whole_page=True
+    )
     assert info["executed"].dtype == torch.bool and info["executed"].shape == (2, 4)
     assert same_memory(info["chunk_observations"]["pose"], chunk["pose"])
     assert isinstance(info["env_id"], np.ndarray)

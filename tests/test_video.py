@@ -72,7 +72,7 @@ def test_one_file_per_episode_and_camera_with_every_frame(tmp_path):
 
 def test_per_run_file_and_numbering_never_overwrites(tmp_path):
     config = VideoConfig(directory=str(tmp_path), cameras=("front",), per_episode=False)
-    for run in range(2):  # a second recorder (a restarted worker, a second run) gets the next number
+    for _ in range(2):  # a second recorder (a restarted worker, a second run) gets the next number
         recorder = VideoRecorder(config, env_index=0)
         record_episodes(recorder, FakeBackend(), [3, 4])
         recorder.close()

@@ -161,7 +161,9 @@ class SyntheticBackend(Backend):
         cached = self._noise.get(key)
         if cached is None or cached[0] != self.episode:
             rng = np.random.default_rng([self.episode_seed, flat.size, flat.dtype.num])
-            values = rng.integers(0, 256, flat.size, dtype=np.uint8) if flat.dtype == np.uint8 else rng.random(flat.size)
+            values = (
+                rng.integers(0, 256, flat.size, dtype=np.uint8) if flat.dtype == np.uint8 else rng.random(flat.size)
+            )
             cached = self._noise[key] = (self.episode, values)
         return cached[1]
 

@@ -7,8 +7,8 @@ green square behind it), then glReadPixels of colour and depth.
 
 Writes OUT_DIR/rgb.npy (size x size x 3 uint8, top row first) and OUT_DIR/depth.npy (float32 window
 depth, 1.0 where nothing was drawn) and prints one JSON line: the GL strings and device UUIDs of the
-context, and frames/s of render + readback over at least --frames frames and --min_seconds. tests/test_display.py checks its
-image under Mesa; scripts/glx_gpu_check.sh compares Mesa's and NVIDIA's.
+context, and frames/s of render + readback over at least --frames frames and --min_seconds.
+tests/test_display.py checks its image under Mesa; scripts/glx_gpu_check.sh compares Mesa's and NVIDIA's.
 
 Where things land (glFrustum(-0.1, 0.1, -0.1, 0.1, near=0.2, far=10), eye 3 units before the sphere):
 an eye-space point (x, y, z) maps to NDC (0.2 x / 0.1 / -z, ...) and window depth
@@ -168,7 +168,17 @@ def main() -> None:
         info = context.info()
     finally:
         context.close()
-    print(json.dumps({**info.__dict__, "size": args.size, "frames": frames, "frames_per_s": frames / elapsed, "triangles": len(scene.sphere_vertices) // 3 + 3}))
+    print(
+        json.dumps(
+            {
+                **info.__dict__,
+                "size": args.size,
+                "frames": frames,
+                "frames_per_s": frames / elapsed,
+                "triangles": len(scene.sphere_vertices) // 3 + 3,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

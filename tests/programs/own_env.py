@@ -17,7 +17,10 @@ if __name__ == "__main__":
     with RLBenchVectorEnv(**kwargs) as env:
         env.reset(seed=0)
         xvfb = [p.pid for p in psutil.Process().children(recursive=True) if p.name() == "Xvfb"]
-        print(json.dumps({"pid": psutil.Process().pid, "workers": env.worker_pids, "xvfb": xvfb, "shm": env.shm_name}), flush=True)
+        print(
+            json.dumps({"pid": psutil.Process().pid, "workers": env.worker_pids, "xvfb": xvfb, "shm": env.shm_name}),
+            flush=True,
+        )
         actions = np.zeros(env.action_space.shape, np.float32)
         while True:
             env.step(actions)

@@ -120,7 +120,8 @@ class Panda:
         self.data.ctrl[self.arm_actuators] = setpoint
         self.data.ctrl[self.velocity_actuators] = velocity
         step, remaining = GRIPPER_SPEED * self.dt, self.gripper_goal - self.gripper_setpoint
-        self.gripper_setpoint = self.gripper_goal if abs(remaining) <= step else self.gripper_setpoint + np.sign(remaining) * step
+        moved = self.gripper_setpoint + np.sign(remaining) * step
+        self.gripper_setpoint = self.gripper_goal if abs(remaining) <= step else moved
         self.data.ctrl[self.gripper_actuator] = self.gripper_setpoint
         mujoco.mj_step(self.model, self.data)
 
