@@ -12,6 +12,7 @@ Importing this package imports neither warp, mujoco_warp nor mujoco: the main pr
 from __future__ import annotations
 
 import importlib.util
+from functools import cache
 
 from ...config import EnvConfig
 from ...errors import BackendUnavailableError, ConfigError
@@ -42,3 +43,21 @@ def check_config(config: EnvConfig) -> None:
             "end-effector pose actions, reached by a joint-space move instead of a straight-line path) or "
             "backend='mujoco', which runs 'planning'."
         )
+
+
+@cache
+def _default_device() -> str:
+    import torch
+
+    return "cuda:0" if torch.cuda.is_available() else "cpu"
+
+
+def device_of(config: EnvConfig) -> str:
+    """The device the worlds run on: backend_options["device"] ("cpu", "cuda", "cuda:N"), else the
+    first GPU when torch sees one, else warp's CPU device."""
+    device = config.backend_options.get("device")
+    if device is None:
+        return _default_device()
+    if not isinstance(device, str) or not (device in ("cpu", "cuda") or device.removeprefix("cuda:").isdigit()):
+        raise ConfigError(f"mjwarp backend_options['device'] must be 'cpu', 'cuda' or 'cuda:N', got {device!r}.")
+    return "cuda:0" if device == "cuda" else device

@@ -9,33 +9,14 @@ stays abstract, and `make_group` is the only way in.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
 
 from ...config import EnvConfig, integer
 from ...errors import ConfigError
 from ..base import Backend, EnvGroup
 from ..mujoco.backend import task_class
-from . import check_config, require
+from . import check_config, device_of, require
 
 OPTIONS = ("device", "nconmax", "njmax", "variation")  # backend_options this backend reads
-
-
-@cache
-def _default_device() -> str:
-    import torch
-
-    return "cuda:0" if torch.cuda.is_available() else "cpu"
-
-
-def device_of(config: EnvConfig) -> str:
-    """The device the worlds run on: backend_options["device"] ("cpu", "cuda", "cuda:N"), else the
-    first GPU when torch sees one, else warp's CPU device."""
-    device = config.backend_options.get("device")
-    if device is None:
-        return _default_device()
-    if not isinstance(device, str) or not (device in ("cpu", "cuda") or device.removeprefix("cuda:").isdigit()):
-        raise ConfigError(f"mjwarp backend_options['device'] must be 'cpu', 'cuda' or 'cuda:N', got {device!r}.")
-    return "cuda:0" if device == "cuda" else device
 
 
 class MjwarpBackend(Backend):

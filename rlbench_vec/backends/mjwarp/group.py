@@ -25,7 +25,7 @@ from ...config import EnvConfig
 from ...errors import ConfigError
 from ...spec import observation_spec
 from ..base import EnvGroup, GroupStep, failure
-from .backend import device_of
+from . import device_of
 from .control import ERROR_MESSAGES
 from .faults import fault_names
 
