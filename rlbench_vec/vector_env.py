@@ -290,7 +290,8 @@ class RLBenchVectorEnv(VectorEnv):
             if chunk is not None:
                 result[4]["chunk_observations"] = {key: value.cpu().numpy() for key, value in chunk.items()}
         if self._to_tensors is not None:
-            result = self._to_tensors(result, batch.page, batch.rows == self.num_envs and not self.vector_config.copy_obs)
+            whole = batch.rows == self.num_envs and not self.vector_config.copy_obs
+            result = self._to_tensors(result, batch.page, whole)
         return result
 
     def _collect(self, ordered: bool, count: int, timeout: float | None) -> Batch:
@@ -324,12 +325,13 @@ class RLBenchVectorEnv(VectorEnv):
         mask = np.ones(self.num_envs, bool)
         if "reset_mask" in shared:
             if self.vector_config.autoreset_mode != "disabled":
-                raise ConfigError("reset(options={'reset_mask': ...}) resets chosen envs with autoreset_mode='disabled' "
-                                  "(gymnasium's rule); this env uses autoreset_mode="
+                raise ConfigError("reset(options={'reset_mask': ...}) resets chosen envs with "
+                                  "autoreset_mode='disabled' (gymnasium's rule); this env uses autoreset_mode="
                                   f"{self.vector_config.autoreset_mode!r}.")
             mask = np.asarray(shared.pop("reset_mask"))
             if mask.dtype != bool or mask.shape != (self.num_envs,) or not mask.any():
-                raise ConfigError(f"reset_mask must be a bool array of shape ({self.num_envs},) with at least one True.")
+                raise ConfigError(f"reset_mask must be a bool array of shape ({self.num_envs},) with at least one "
+                                  "True.")
         own = shared.pop("env_options", None)
         if own is not None and (not isinstance(own, (list, tuple)) or len(own) != self.num_envs
                                 or not all(o is None or isinstance(o, dict) for o in own)):
@@ -431,8 +433,8 @@ class RLBenchVectorEnv(VectorEnv):
         return result
 
     # ------------------------------------------------------------------ calls, demos
-    def call_async(self, name: str, *args: Any, env_ids: Any = None, ends_episode: bool = False, timeout: float | None = None,
-                   **kwargs: Any) -> None:
+    def call_async(self, name: str, *args: Any, env_ids: Any = None, ends_episode: bool = False,
+                   timeout: float | None = None, **kwargs: Any) -> None:
         """Start backend method `name` in each env of env_ids (all by default); collect with call_wait().
         ends_episode=True makes those envs reset at their next step. timeout (seconds, per env) kills
         and restarts a worker that takes longer; None: no deadline (collecting demos can take hours)."""

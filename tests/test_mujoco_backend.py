@@ -293,7 +293,8 @@ def test_only_requested_cameras_and_modalities_are_rendered(backend_for, monkeyp
     drawn = []
     original = mujoco.mjr_render
     monkeypatch.setattr(mujoco, "mjr_render", lambda viewport, scene, context: (
-        drawn.append((scene.flags[mujoco.mjtRndFlag.mjRND_SEGMENT], viewport.left)), original(viewport, scene, context)))
+        drawn.append((scene.flags[mujoco.mjtRndFlag.mjRND_SEGMENT], viewport.left)),
+        original(viewport, scene, context)))
     obs = observe(backend)
     assert sorted(obs) == sorted(["front_depth", "wrist_depth", *make_config().low_dim])
     assert drawn == [(1, 0), (1, 32)]  # one flat pass, two cameras

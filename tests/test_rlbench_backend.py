@@ -23,13 +23,13 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
+from test_display import wait_dead
 
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.backends.rlbench import demo_actions, pose_delta, pose_in_frame
 from rlbench_vec.config import EnvConfig
 from rlbench_vec.errors import BackendUnavailableError, ConfigError, WorkerError
 from rlbench_vec.spec import action_size, observation_spec
-from test_display import wait_dead
 
 REPO = Path(__file__).resolve().parents[1]
 DOUBLE = Path(__file__).resolve().parent / "rlbench_double"

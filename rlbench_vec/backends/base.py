@@ -50,8 +50,8 @@ class Backend(ABC):
 
     name: ClassVar[str]
 
-    @classmethod
-    def validate(cls, config: EnvConfig) -> None:  # noqa: B027 - a hook: most backends check something
+    @classmethod  # noqa: B027 - a hook: most backends check something
+    def validate(cls, config: EnvConfig) -> None:
         """Raise ConfigError for options this backend cannot serve (unknown task, unsupported mode)."""
 
     @classmethod
