@@ -516,9 +516,10 @@ class RLBenchVectorEnv(VectorEnv):
         """An rgb frame of `camera` from every env, stacked: (num_envs, H, W, 3) uint8."""
         return np.stack(self._call_each("render_rgb", (camera,), {}, None, False, self.vector_config.step_timeout_s))
 
-    def get_demos(self, amount: int, seed: int | None = None) -> list[Demo]:
+    def get_demos(self, amount: int, seed: int | None = None, variation: int | None = None) -> list[Demo]:
         """Collect `amount` demonstrations spread over all envs at once (env i collects its share
-        with its own seed). Envs reset on their next step."""
+        with its own seed), all of task variation `variation` (None: the backend's fixed one, else each
+        drawn). Envs reset on their next step."""
         amount = integer("amount", amount, 1)
         base = self._seed if seed is None else rank_seed(integer("seed", seed, 0), self.num_envs)
         shares = [amount // self.num_envs + (i < amount % self.num_envs) for i in range(self.num_envs)]
@@ -527,7 +528,7 @@ class RLBenchVectorEnv(VectorEnv):
         for i, share in enumerate(shares):
             if share:
                 seed_i = None if base is None else base + DEMO_SEED_STRIDE * (first + i)
-                self.call_async("get_demos", share, seed_i, env_ids=[i], ends_episode=True)
+                self.call_async("get_demos", share, seed_i, variation=variation, env_ids=[i], ends_episode=True)
         results = self._raise_first(dict(self.call_wait()))
         return [demo for env in sorted(results) for demo in results[env]]
 
