@@ -6,9 +6,10 @@
 - Jobs: every (task, variation, episode) is a job whose demo seed comes from (--seed, task, variation,
   episode, failed attempts so far), so the same arguments give the same demos whatever the number of envs,
   the order of completion, crashes, or how often the run was resumed.
-- Collection: one RLBenchVectorEnv per task and variation (the variation fixed through backend_options);
-  each env collects one demo per call and gets its next job as soon as it returns, so no env waits for the
-  slowest.
+- Collection: one RLBenchVectorEnv per task, its envs collecting every variation (each job passes its variation
+  to get_demos); each env collects one demo per call and gets its next job as soon as it returns, so no env
+  waits for the slowest. --variations all: mujoco knows the count in the main process, rlbench asks a started
+  env (get_attr("variation_count")).
 - Failures: an unsuccessful demo (or one whose backend raised) is retried with the next attempt's seed; a
   crashed or hung worker (the engine restarts it) costs only its job, retried with the same seed. After
   --max_attempts a job is given up and reported.
@@ -126,14 +127,13 @@ class CollectConfig:
                               f"cameras={CAMERAS} and modalities rgb, depth and optionally mask.")
         return replace(config, backend=env.backend)
 
-    def env_config(self, task: str, variation: int | None = None) -> EnvConfig:
-        """The validated environment of one task (and variation) whose demos are collected."""
-        options = dict(self.backend_options) if variation is None else {**self.backend_options, "variation": variation}
+    def env_config(self, task: str) -> EnvConfig:
+        """The validated environment of one task whose demos are collected."""
         config = EnvConfig(task=task, backend=self.backend, cameras=self.cameras, image_size=self.image_size,
                            modalities=self.modalities or DEFAULT_MODALITIES[self.format],
                            misc=self.format == "rlbench", arm_mode=self.arm_mode, absolute_mode=self.absolute_mode,
                            gripper_mode=self.gripper_mode, max_episode_steps=self.max_episode_steps,
-                           renderer=self.renderer, backend_options=options).validated()
+                           renderer=self.renderer, backend_options=dict(self.backend_options)).validated()
         backend: type[Backend] = backend_class(config.backend)
         if backend.get_demos is Backend.get_demos:
             raise ConfigError(f"the {config.backend} backend collects no demos; collect with backend='mujoco' (the "
@@ -161,12 +161,19 @@ class CollectConfig:
         return shlex.join(words)
 
 
-def variation_count(config: EnvConfig) -> int:
-    """How many variations the task has. Only mujoco knows it without its simulator."""
-    if config.backend == "mujoco":
-        return task_class(config).variation_count
-    raise ConfigError(f"--variations all needs the variation count of {config.task!r}, which the {config.backend} "
-                      "backend knows only inside its simulator and does not report yet: pass a number of variations.")
+def known_variation_count(config: EnvConfig) -> int | None:
+    """How many variations the task has where the main process knows it without a simulator (mujoco); None
+    where only a started env can tell (get_attr("variation_count"))."""
+    return task_class(config).variation_count if config.backend == "mujoco" else None
+
+
+def checked_variations(config: CollectConfig, task: str, count: int) -> int:
+    """The number of variations to collect of a task that has `count`, or ConfigError when asked for more."""
+    if config.variations == "all":
+        return count
+    if int(config.variations) > count:
+        raise ConfigError(f"{task} has {count} variations; --variations {config.variations} asks for more.")
+    return int(config.variations)
 
 
 def job_seed(seed: int, episode: Episode, attempt: int) -> int:
@@ -208,7 +215,7 @@ class Tally:
 class ProgressBar:
     """Episodes done, demos/s, ETA and failures on stderr (rich), or nothing."""
 
-    def __init__(self, enabled: bool, total: int):
+    def __init__(self, enabled: bool):
         self.bar: Any = None
         if enabled:
             from rich.console import Console
@@ -218,7 +225,7 @@ class ProgressBar:
                                 TextColumn("{task.fields[rate]} demos/s  ETA"), TimeRemainingColumn(),
                                 TextColumn("{task.fields[failures]}"), console=Console(stderr=True))
             self.bar.start()
-            self.task = self.bar.add_task("starting", total=total, rate="-", failures="")
+            self.task = self.bar.add_task("starting", total=None, rate="-", failures="")
         self.started = time.perf_counter()
 
     def update(self, description: str, tally: Tally, pool: WriterPool | None = None) -> None:
@@ -229,8 +236,8 @@ class ProgressBar:
         failures = f"failed demos {tally.demo_failures}, crashes {tally.worker_errors}, lost {len(tally.failed)}"
         if pool is not None:
             failures += f"; writer queue {pool.pending}/{pool.options.queue_size}"
-        self.bar.update(self.task, description=description, completed=tally.done, rate=f"{rate:.2f}",
-                        failures=failures)
+        self.bar.update(self.task, description=description, completed=tally.done,
+                        total=sum(tally.planned.values()), rate=f"{rate:.2f}", failures=failures)
 
     def stop(self) -> None:
         if self.bar is not None:
@@ -242,19 +249,17 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
     {out}/collect_summary.json. command: what the summary records (default: the equivalent command line)."""
     config = config.validated()
     env_configs = {task: config.env_config(task) for task in config.tasks}
-    counts = {task: variation_count(task_config) if config.variations == "all" else int(config.variations)
-              for task, task_config in env_configs.items()}
-    for task, task_config in env_configs.items():
-        if config.backend == "mujoco" and counts[task] > variation_count(task_config):
-            raise ConfigError(f"{task} has {variation_count(task_config)} variations; --variations {counts[task]} asks "
-                              "for more.")
+    counts: dict[str, int | None] = {}  # None: only the task's started env knows
+    for task, env_config in env_configs.items():
+        known = known_variation_count(env_config)
+        counts[task] = None if known is None else checked_variations(config, task, known)
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     _check_same_dataset(out, config)
     swept = remove_stale_staging(out)
     summary: dict[str, Any] = {"command": command or config.command(), "finished": False,
                                "config": _dataset_arguments(config), "stale_staging_removed": swept}
-    tally = Tally(variations=counts)
+    tally = Tally()
     started = time.perf_counter()
     start_s = 0.0
     progress: ProgressBar | None = None
@@ -263,26 +268,23 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
                                            checkpoint_every=config.lerobot_checkpoint_every))
     pool = WriterPool(out, options, env_configs)
     try:
-        todo: dict[tuple[str, int], list[Job]] = {}
-        for task in config.tasks:
-            done = pool.completed(task)
-            for variation in range(counts[task]):
-                jobs = [Job(Episode(task, variation, e)) for e in range(config.episodes_per_task)
-                        if (variation, e) not in done]
-                tally.skipped[task] += config.episodes_per_task - len(jobs)
-                if jobs:
-                    todo[(task, variation)] = jobs
-            tally.planned[task] = counts[task] * config.episodes_per_task - tally.skipped[task]
+        todo = {task: None if count is None else _plan(config, task, count, pool, tally)
+                for task, count in counts.items()}
         _write_summary(out, summary, config, tally, pool, 0.0, 0.0)
-        progress = ProgressBar(config.progress, sum(tally.planned.values()))
-        for (task, variation), jobs in todo.items():
-            progress.update(f"{task} v{variation}: starting", tally, pool)
+        progress = ProgressBar(config.progress)
+        for task, jobs in todo.items():
+            if jobs == []:
+                continue
+            progress.update(f"{task}: starting", tally, pool)
             t0 = time.perf_counter()
-            with RLBenchVectorEnv.from_config(config.env_config(task, variation), _vector_config(config, len(jobs))) \
-                    as env:
+            vector_config = _vector_config(config, config.num_envs if jobs is None else len(jobs))
+            with RLBenchVectorEnv.from_config(env_configs[task], vector_config) as env:
                 start_s += time.perf_counter() - t0
+                if jobs is None:
+                    count = checked_variations(config, task, int(env.get_attr("variation_count")[0]))
+                    jobs = _plan(config, task, count, pool, tally)
                 _collect_jobs(env, collections.deque(jobs), config, pool, tally,
-                              functools.partial(progress.update, f"{task} v{variation}", tally, pool))
+                              functools.partial(progress.update, task, tally, pool))
         progress.update("writing", tally, pool)
         pool.drain()
         _record_writes(pool, tally)
@@ -296,6 +298,16 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
             progress.stop()
         _write_summary(out, summary, config, tally, pool, time.perf_counter() - started, start_s)
     return summary
+
+
+def _plan(config: CollectConfig, task: str, variations: int, pool: WriterPool, tally: Tally) -> list[Job]:
+    """The jobs of the task's first `variations` variations that are not on disk yet, variation by variation."""
+    done = pool.completed(task)
+    jobs = [Job(Episode(task, variation, e)) for variation in range(variations)
+            for e in range(config.episodes_per_task) if (variation, e) not in done]
+    tally.variations[task], tally.planned[task] = variations, len(jobs)
+    tally.skipped[task] = variations * config.episodes_per_task - len(jobs)
+    return jobs
 
 
 def _vector_config(config: CollectConfig, jobs: int) -> VectorConfig:
@@ -312,8 +324,9 @@ def _collect_jobs(env: RLBenchVectorEnv, jobs: collections.deque[Job], config: C
         while idle and jobs:
             env_id, job = idle.pop(), jobs.popleft()
             job.worker_pid = env.worker_pid(env_id)
-            env.call_async("get_demos", 1, job_seed(config.seed, job.episode, job.failures), env_ids=[env_id],
-                           ends_episode=True, timeout=config.demo_timeout_s)
+            env.call_async("get_demos", 1, job_seed(config.seed, job.episode, job.failures),
+                           variation=job.episode.variation, env_ids=[env_id], ends_episode=True,
+                           timeout=config.demo_timeout_s)
             running[env_id] = job
         for env_id, result in env.call_wait(min_envs=1):
             job = running.pop(env_id)
@@ -365,7 +378,7 @@ def _write_summary(out: Path, summary: dict[str, Any], config: CollectConfig, ta
                    seconds: float, start_s: float) -> None:
     written = sum(tally.written.values())
     summary.update({
-        "tasks": {task: {"variations": tally.variations[task], "episodes_per_variation": config.episodes_per_task,
+        "tasks": {task: {"variations": tally.variations.get(task), "episodes_per_variation": config.episodes_per_task,
                          "planned": tally.planned.get(task, 0), "written": tally.written[task],
                          "skipped": tally.skipped[task],
                          "failed": [f for f in tally.failed if f["task"] == task]}

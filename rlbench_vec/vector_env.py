@@ -290,9 +290,8 @@ class RLBenchVectorEnv(VectorEnv):
             if chunk is not None:
                 result[4]["chunk_observations"] = {key: value.cpu().numpy() for key, value in chunk.items()}
         if self._to_tensors is not None:
-            result = self._to_tensors(
-                result, batch.page, batch.rows == self.num_envs and not self.vector_config.copy_obs
-            )
+            whole = batch.rows == self.num_envs and not self.vector_config.copy_obs
+            result = self._to_tensors(result, batch.page, whole)
         return result
 
     def _collect(self, ordered: bool, count: int, timeout: float | None) -> Batch:
@@ -326,16 +325,13 @@ class RLBenchVectorEnv(VectorEnv):
         mask = np.ones(self.num_envs, bool)
         if "reset_mask" in shared:
             if self.vector_config.autoreset_mode != "disabled":
-                raise ConfigError(
-                    "reset(options={'reset_mask': ...}) resets chosen envs with autoreset_mode='disabled' "
-                    "(gymnasium's rule); this env uses autoreset_mode="
-                    f"{self.vector_config.autoreset_mode!r}."
-                )
+                raise ConfigError("reset(options={'reset_mask': ...}) resets chosen envs with "
+                                  "autoreset_mode='disabled' (gymnasium's rule); this env uses autoreset_mode="
+                                  f"{self.vector_config.autoreset_mode!r}.")
             mask = np.asarray(shared.pop("reset_mask"))
             if mask.dtype != bool or mask.shape != (self.num_envs,) or not mask.any():
-                raise ConfigError(
-                    f"reset_mask must be a bool array of shape ({self.num_envs},) with at least one True."
-                )
+                raise ConfigError(f"reset_mask must be a bool array of shape ({self.num_envs},) with at least one "
+                                  "True.")
         own = shared.pop("env_options", None)
         if own is not None and (not isinstance(own, (list, tuple)) or len(own) != self.num_envs
                                 or not all(o is None or isinstance(o, dict) for o in own)):
@@ -437,15 +433,8 @@ class RLBenchVectorEnv(VectorEnv):
         return result
 
     # ------------------------------------------------------------------ calls, demos
-    def call_async(
-        self,
-        name: str,
-        *args: Any,
-        env_ids: Any = None,
-        ends_episode: bool = False,
-        timeout: float | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def call_async(self, name: str, *args: Any, env_ids: Any = None, ends_episode: bool = False,
+                   timeout: float | None = None, **kwargs: Any) -> None:
         """Start backend method `name` in each env of env_ids (all by default); collect with call_wait().
         ends_episode=True makes those envs reset at their next step. timeout (seconds, per env) kills
         and restarts a worker that takes longer; None: no deadline (collecting demos can take hours)."""
@@ -527,9 +516,10 @@ class RLBenchVectorEnv(VectorEnv):
         """An rgb frame of `camera` from every env, stacked: (num_envs, H, W, 3) uint8."""
         return np.stack(self._call_each("render_rgb", (camera,), {}, None, False, self.vector_config.step_timeout_s))
 
-    def get_demos(self, amount: int, seed: int | None = None) -> list[Demo]:
+    def get_demos(self, amount: int, seed: int | None = None, variation: int | None = None) -> list[Demo]:
         """Collect `amount` demonstrations spread over all envs at once (env i collects its share
-        with its own seed). Envs reset on their next step."""
+        with its own seed), all of task variation `variation` (None: the backend's fixed one, else each
+        drawn). Envs reset on their next step."""
         amount = integer("amount", amount, 1)
         base = self._seed if seed is None else rank_seed(integer("seed", seed, 0), self.num_envs)
         shares = [amount // self.num_envs + (i < amount % self.num_envs) for i in range(self.num_envs)]
@@ -538,7 +528,7 @@ class RLBenchVectorEnv(VectorEnv):
         for i, share in enumerate(shares):
             if share:
                 seed_i = None if base is None else base + DEMO_SEED_STRIDE * (first + i)
-                self.call_async("get_demos", share, seed_i, env_ids=[i], ends_episode=True)
+                self.call_async("get_demos", share, seed_i, variation=variation, env_ids=[i], ends_episode=True)
         results = self._raise_first(dict(self.call_wait()))
         return [demo for env in sorted(results) for demo in results[env]]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import signal
 import socket
@@ -36,12 +37,13 @@ LOW_DIM = ("joint_velocities", "joint_positions", "joint_forces", "gripper_open"
            "gripper_joint_positions", "task_low_dim_state")
 
 
-def regenerate(config: CollectConfig, episode: Episode) -> Demo:
-    """The demo the collector stores for `episode` (first attempt), collected directly from its seed."""
-    env_config = config.validated().env_config(episode.task, episode.variation)
+def regenerate(config: CollectConfig, *episodes: Episode) -> list[Demo]:
+    """The demos the collector stores for `episodes` of one task (first attempts), collected from their seeds and
+    variations."""
+    env_config = config.validated().env_config(episodes[0].task)
     with RLBenchVectorEnv.from_config(env_config, VectorConfig(num_envs=1)) as env:
-        [demo] = env.call("get_demos", 1, job_seed(config.seed, episode, 0), ends_episode=True)[0]
-    return demo
+        return [env.call("get_demos", 1, job_seed(config.seed, episode, 0), variation=episode.variation,
+                         ends_episode=True)[0][0] for episode in episodes]
 
 
 def leftover_processes() -> list[psutil.Process]:
@@ -80,7 +82,7 @@ def test_function_collects_every_episode_and_summarises(collected):
 def test_rlbench_format_reads_back_within_rlbench_precision(collected):
     out, _ = collected
     episode = Episode(TASK, 1, 2)
-    original = regenerate(CONFIG, episode)
+    [original] = regenerate(CONFIG, episode)
     back = read_episode(out / TASK / "variation1" / "episodes" / "episode2")
     steps = len(original.actions) + 1
     assert len(back.actions) == steps - 1 and back.actions.dtype == np.float32
@@ -97,6 +99,21 @@ def test_rlbench_format_reads_back_within_rlbench_precision(collected):
         assert np.all(np.abs(depth - reference) <= 0.5 / DEPTH_SCALE + np.spacing(reference)), camera
     for name in LOW_DIM:
         np.testing.assert_array_equal(back.observations[name], original.observations[name])
+
+
+def test_one_env_collects_every_variation_each_episode_in_its_folder(collected):
+    """Two envs share both variations' jobs (each passes its variation to get_demos): every episode is stored under
+    its variation, with that variation's number and descriptions, and is the demo regenerated with that variation."""
+    out, _ = collected
+    episodes = [Episode(TASK, v, e) for v in (0, 1) for e in range(3)]
+    for episode, original in zip(episodes, regenerate(CONFIG, *episodes)):
+        folder = out / TASK / f"variation{episode.variation}" / "episodes" / f"episode{episode.episode}"
+        assert pickle.loads((folder / "variation_number.pkl").read_bytes()) == episode.variation
+        back = read_episode(folder)
+        assert back.variation_index == original.variation_index == episode.variation
+        assert back.descriptions == original.descriptions
+        np.testing.assert_array_equal(back.actions, original.actions)
+        np.testing.assert_array_equal(back.observations["front_rgb"], original.observations["front_rgb"])
 
 
 def mujoco_workers(pid: int) -> list[psutil.Process]:
@@ -198,7 +215,7 @@ def test_lerobot_format_reads_back(tmp_path):
                      variations=1, episodes_per_task=2)
     summary = collect(config)
     assert summary["episodes"]["written"] == 2
-    originals = [regenerate(config, Episode(TASK, 0, e)) for e in range(2)]
+    originals = regenerate(config, *(Episode(TASK, 0, e) for e in range(2)))
     dataset = LeRobotDataset(f"rlbench_vec/{TASK}", root=tmp_path / TASK)
     assert dataset.num_episodes == 2 and len(dataset) == sum(len(demo.actions) for demo in originals)
     by_episode = {}
@@ -251,23 +268,36 @@ def test_a_dead_writer_stops_the_run_and_a_rerun_completes(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("Xvfb") is None, reason="the RLBench double needs Xvfb (apt-get install xvfb)")
-def test_rlbench_backend_collects_each_variation_through_the_double(monkeypatch, tmp_path):
-    """The rlbench backend (its test double: CoppeliaSim cannot run here) gets the variation of each job."""
+def test_rlbench_backend_collects_every_variation_through_the_double(monkeypatch, tmp_path):
+    """The rlbench backend (its test double: CoppeliaSim cannot run here): one env per task, started once, collects
+    every variation, each job passing its own to get_demos; --variations all asks the started env for the count."""
     log = tmp_path / "double.jsonl"
     monkeypatch.syspath_prepend(str(DOUBLE))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(DOUBLE), str(ROOT)]))
     monkeypatch.setenv("RLBENCH_DOUBLE_LOG", str(log))
+
+    def events(kind: str) -> list[dict]:
+        return [call for call in map(json.loads, log.read_text().splitlines()) if call["event"] == kind]
+
     config = replace(CONFIG, out=str(tmp_path / "out"), backend="rlbench", tasks=("reach_target",),
                      episodes_per_task=2)
     summary = collect(config)
     assert summary["episodes"]["written"] == 4 and summary["config"]["backend"] == "rlbench"
-    calls = [json.loads(line) for line in log.read_text().splitlines()]
-    assert sorted(call["variation"] for call in calls if call["event"] == "get_demos") == [0, 0, 1, 1]
+    assert sorted(call["variation"] for call in events("get_demos")) == [0, 0, 1, 1]
+    assert len(events("get_task")) == 2, "the task's two envs should start once, not once per variation"
     for variation in (0, 1):
         for episode in (0, 1):
             stored = read_episode(tmp_path / "out" / "reach_target" / f"variation{variation}" / "episodes"
                                   / f"episode{episode}")
             assert stored.variation_index == variation and stored.observations["front_rgb"].shape[1:] == (16, 16, 3)
-    with pytest.raises(ConfigError, match="pass a number of variations"):
-        collect(replace(config, variations="all"))
+
+    every = replace(config, out=str(tmp_path / "all"), tasks=("open_drawer",), episodes_per_task=1, variations="all")
+    summary = collect(every)
+    assert summary["tasks"]["open_drawer"]["variations"] == 3 and summary["episodes"]["written"] == 3
+    for variation in range(3):
+        folder = tmp_path / "all" / "open_drawer" / f"variation{variation}" / "episodes" / "episode0"
+        assert pickle.loads((folder / "variation_number.pkl").read_bytes()) == variation
+        assert read_episode(folder).variation_index == variation
+    with pytest.raises(ConfigError, match="open_drawer has 3 variations; --variations 4 asks for more"):
+        collect(replace(every, out=str(tmp_path / "more"), variations=4))
     assert "rlbench" not in sys.modules and "pyrep" not in sys.modules, "the main process imported the simulator"

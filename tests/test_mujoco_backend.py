@@ -19,7 +19,7 @@ from rlbench_vec.backends.mujoco.backend import loaded_renderer
 from rlbench_vec.backends.mujoco.scene import CAMERA_FAR, CAMERA_NEAR, HOME_QPOS, TABLE_TOP_Z
 from rlbench_vec.backends.mujoco.tasks import COLORS, TASKS
 from rlbench_vec.config import CAMERAS, EnvConfig
-from rlbench_vec.errors import BackendUnavailableError, ConfigError
+from rlbench_vec.errors import BackendUnavailableError, ConfigError, WorkerError
 from rlbench_vec.spec import observation_spec
 
 ORACLE_EPISODES = 20
@@ -292,14 +292,9 @@ def test_only_requested_cameras_and_modalities_are_rendered(backend_for, monkeyp
     backend.reset(0, None)
     drawn = []
     original = mujoco.mjr_render
-    monkeypatch.setattr(
-        mujoco,
-        "mjr_render",
-        lambda viewport, scene, context: (
-            drawn.append((scene.flags[mujoco.mjtRndFlag.mjRND_SEGMENT], viewport.left)),
-            original(viewport, scene, context),
-        ),
-    )
+    monkeypatch.setattr(mujoco, "mjr_render", lambda viewport, scene, context: (
+        drawn.append((scene.flags[mujoco.mjtRndFlag.mjRND_SEGMENT], viewport.left)),
+        original(viewport, scene, context)))
     obs = observe(backend)
     assert sorted(obs) == sorted(["front_depth", "wrist_depth", *make_config().low_dim])
     assert drawn == [(1, 0), (1, 32)]  # one flat pass, two cameras
@@ -338,6 +333,23 @@ def test_each_get_demos_call_draws_new_demos():
         first, second = env.get_demos(2), env.get_demos(2)
     assert len(first) == len(second) == 2
     assert not any(np.array_equal(a.actions, b.actions) for a in first for b in second)
+
+
+def test_get_demos_of_a_chosen_variation_and_the_variation_count():
+    """get_demos(variation=v): demos of v, the same as an env with v fixed gives from the same seed; a variation out
+    of range names the task's count; get_attr("variation_count") reads the task's count."""
+    settings = dict(task="reach_target", backend="mujoco", cameras=(), low_dim=("gripper_pose",), max_episode_steps=60)
+    with RLBenchVectorEnv(num_envs=2, **settings) as env, \
+            RLBenchVectorEnv(num_envs=2, backend_options={"variation": 2}, **settings) as fixed:
+        assert env.get_attr("variation_count") == (len(COLORS), len(COLORS))
+        demos = env.get_demos(2, seed=3, variation=2)
+        assert [demo.variation_index for demo in demos] == [2, 2]
+        assert all(COLORS[2][0] in demo.descriptions[0] for demo in demos)
+        for demo, same in zip(demos, fixed.get_demos(2, seed=3)):
+            np.testing.assert_array_equal(demo.actions, same.actions)
+        with pytest.raises(WorkerError, match=rf"ConfigError: get_demos variation must be an integer in "
+                                              rf"0\.\.19 \(reach_target has {len(COLORS)} variations\), got 20"):
+            env.get_demos(1, seed=0, variation=len(COLORS))
 
 
 def test_misc_gives_rlbench_camera_matrices_that_rebuild_the_point_cloud():

@@ -326,6 +326,28 @@ def test_demos_are_converted_and_replay_in_the_env_action_mode(double, rlbench_e
             np.testing.assert_allclose(obs[key][0], demo.observations[key][t + 1], atol=1e-5, err_msg=key)
 
 
+def test_demos_of_a_chosen_variation_and_the_variation_count(double, rlbench_env, dataset):
+    """get_demos(variation=v) sets v before RLBench's get_demos, live or stored, over the fixed variation; one out of
+    range is a ConfigError naming the task's count; get_attr("variation_count") reads the started task's count. The
+    reset that learns a new variation's descriptions leaves the seeded generators as they were."""
+    env = rlbench_env(num_envs=1, modalities=("rgb",), low_dim=("gripper_open", "task_low_dim_state"),
+                      backend_options={"variation": 4})
+    assert env.get_attr("variation_count") == (20,)
+    [demos] = env.call("get_demos", 2, 0, variation=7, ends_episode=True)  # the backend's own seed
+    assert [demo.variation_index for demo in demos] == [7, 7] and "cyan" in demos[0].descriptions[0]
+    [[again]] = env.call("get_demos", 1, 0, variation=7, ends_episode=True)  # variation 7 known now: no extra reset
+    np.testing.assert_array_equal(again.observations["task_low_dim_state"], demos[0].observations["task_low_dim_state"])
+    assert [call["variation"] for call in double("get_demos")] == [7, 7, 7]
+    with pytest.raises(WorkerError, match=r"ConfigError: variation 20 does not exist: task 'reach_target' has 20 "):
+        env.get_demos(1, seed=0, variation=20)
+    assert env.get_demos(1, seed=0)[0].variation_index == 4  # the fixed one again
+
+    stored = rlbench_env(num_envs=1, modalities=("rgb",), low_dim=("gripper_open",),
+                         backend_options={"dataset_root": str(dataset)})
+    assert {demo.variation_index for demo in stored.get_demos(2, seed=0, variation=1)} == {1}
+    assert double("get_demos")[-1]["variation"] == 1
+
+
 def test_stored_demos_and_resets_to_them(double, rlbench_env, dataset):
     """dataset_root: get_demos reads RLBench's stored episodes; reset(options={"demo": i, "variation": v})
     is RLBench's reset_to_demo, the episode's exact initial scene, from which its recorded actions

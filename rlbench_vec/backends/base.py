@@ -49,9 +49,11 @@ class Backend(ABC):
     """One simulator instance in one worker process."""
 
     name: ClassVar[str]
+    # how many variations the task has (get_attr("variation_count")); backends with variations set their own
+    variation_count: int = 1
 
-    @classmethod
-    def validate(cls, config: EnvConfig) -> None:  # noqa: B027 - a hook: most backends check something
+    @classmethod  # noqa: B027 - a hook: most backends check something
+    def validate(cls, config: EnvConfig) -> None:
         """Raise ConfigError for options this backend cannot serve (unknown task, unsupported mode)."""
 
     @classmethod
@@ -115,7 +117,9 @@ class Backend(ABC):
         """An rgb frame of `camera` for video, whether or not the camera is in the observation."""
         raise NotImplementedError(f"{type(self).__name__} cannot render {camera!r} for video")
 
-    def get_demos(self, amount: int, seed: int | None = None) -> list[Demo]:
+    def get_demos(self, amount: int, seed: int | None = None, variation: int | None = None) -> list[Demo]:
+        """`amount` demos from `seed`, all of `variation` (None: the fixed one of backend_options, else each
+        drawn); a variation out of 0..variation_count-1 is a ConfigError. The env needs a reset afterwards."""
         raise NotImplementedError(f"{type(self).__name__} cannot collect demos")
 
     def close(self) -> None:  # noqa: B027 - a hook: a backend with nothing to stop keeps it

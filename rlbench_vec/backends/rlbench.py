@@ -241,10 +241,9 @@ class RLBenchBackend(Backend):
         )
         self.env.launch()
         self.task_env = self.env.get_task(name_to_task_class(config.task))
-        count = self.task_env.variation_count()
-        fixed = self.options.get("variation")
-        if fixed is not None and fixed >= count:
-            raise ConfigError(f"variation {fixed} does not exist: task {config.task!r} has {count} (0..{count - 1}).")
+        self.variation_count = int(self.task_env.variation_count())
+        if self.options.get("variation") is not None:
+            self._check_variation(self.options["variation"])
 
     # ------------------------------------------------------------------ construction
     def _observation_config(self):
@@ -311,12 +310,19 @@ class RLBenchBackend(Backend):
         return options
 
     # ------------------------------------------------------------------ episodes
+    def _check_variation(self, variation: Any) -> int:
+        count = self.variation_count
+        if isinstance(variation, bool) or not isinstance(variation, (int, np.integer)) or not 0 <= variation < count:
+            raise ConfigError(f"variation {variation!r} does not exist: task {self.config.task!r} has {count} "
+                              f"(0..{count - 1}).")
+        return int(variation)
+
     def _choose_variation(self, variation: int | None) -> None:
         if variation is None:
             self.variation = int(self.task_env.sample_variation())
         else:
-            self.task_env.set_variation(int(variation))
-            self.variation = int(variation)
+            self.variation = self._check_variation(variation)
+            self.task_env.set_variation(self.variation)
 
     def _reset_task(self) -> None:
         """RLBench's reset, retried when it cannot place the task (TaskEnvironmentError)."""
@@ -344,7 +350,7 @@ class RLBenchBackend(Backend):
         if variation is None:
             raise ConfigError("reset option 'demo' needs the stored episode's variation: pass "
                               "{'demo': i, 'variation': v}, or backend_options['variation'].")
-        self.task_env.set_variation(int(variation))
+        self.task_env.set_variation(self._check_variation(variation))
         demos = self.task_env.get_demos(1, live_demos=False, image_paths=True, random_selection=False,
                                         from_episode_number=int(episode))
         if not demos:
@@ -406,31 +412,37 @@ class RLBenchBackend(Backend):
         return frame
 
     # ------------------------------------------------------------------ demos
-    def get_demos(self, amount: int, seed: int | None = None) -> list[Demo]:
-        """`amount` demos, each with its own variation (or the fixed one): planned live by RLBench's motion
-        planner, or read from dataset_root (live_demos). The env's episode is over afterwards: reset
+    def get_demos(self, amount: int, seed: int | None = None, variation: int | None = None) -> list[Demo]:
+        """`amount` demos of `variation` (None: the fixed one, else each its own): planned live by RLBench's
+        motion planner, or read from dataset_root (live_demos). The env's episode is over afterwards: reset
         before stepping."""
+        variation = variation if variation is not None else self.options.get("variation")
         if seed is not None:
             _seed_globals(seed)
         if not self.live_demos:
-            return self._stored_demos(amount)
+            return self._stored_demos(amount, variation)
         demos: list[Demo] = []
         for _ in range(amount):
-            self._choose_variation(self.options.get("variation"))
+            self._choose_variation(variation)
             self._learn_descriptions()
             [demo] = self.task_env.get_demos(1, live_demos=True)
             demos.append(self._convert_demo(demo))
         return demos
 
     def _learn_descriptions(self) -> None:
+        """RLBench's demos carry no descriptions: a reset of a variation not seen yet tells them. The global
+        generators are put back after it, so a demo does not depend on which variations its worker saw."""
         if self.variation not in self.descriptions:
-            self._reset_task()  # RLBench's demos carry no descriptions: a reset of this variation tells them
+            states = np.random.get_state(), random.getstate()
+            self._reset_task()
+            np.random.set_state(states[0])
+            random.setstate(states[1])
 
     def _stored_variations(self) -> list[int]:
         from rlbench.backend.const import EPISODES_FOLDER, VARIATIONS_FOLDER
 
         task_root = Path(self.options["dataset_root"]) / self.config.task
-        found = [v for v in range(self.task_env.variation_count())
+        found = [v for v in range(self.variation_count)
                  if (task_root / (VARIATIONS_FOLDER % v) / EPISODES_FOLDER).is_dir()]
         if not found:
             raise ConfigError(
@@ -438,10 +450,9 @@ class RLBenchBackend(Backend):
                 f"{task_root}/{VARIATIONS_FOLDER % 0}/{EPISODES_FOLDER}/... (its dataset generator's layout).")
         return found
 
-    def _stored_demos(self, amount: int) -> list[Demo]:
-        """Stored demos of the fixed variation, or of variations drawn among those the dataset holds; RLBench
+    def _stored_demos(self, amount: int, fixed: int | None) -> list[Demo]:
+        """Stored demos of variation `fixed`, or of variations drawn among those the dataset holds; RLBench
         picks the episodes of each variation at random without repeats (random_selection)."""
-        fixed = self.options.get("variation")
         drawn = [fixed] * amount if fixed is not None else np.random.choice(self._stored_variations(), amount).tolist()
         demos: list[Demo] = []
         for variation, count in sorted(Counter(drawn).items()):

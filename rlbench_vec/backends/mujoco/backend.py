@@ -86,8 +86,8 @@ def _check_variation(task: type[Task], variation: Any, where: str) -> int:
         0 <= variation < task.variation_count
     ):
         raise ConfigError(
-            f"{where} variation must be an integer in 0..{task.variation_count - 1} for {task.name}, "
-            f"got {variation!r}."
+            f"{where} variation must be an integer in 0..{task.variation_count - 1} ({task.name} has "
+            f"{task.variation_count} variations), got {variation!r}."
         )
     return int(variation)
 
@@ -143,6 +143,7 @@ class MujocoBackend(Backend):
         renderer made here draws per read-back."""
         self.config = config
         self.task_class = task_class(config)
+        self.variation_count = self.task_class.variation_count
         self.rng = np.random.default_rng(env_index)
         use_renderer(config)
         from .simulation import Simulation  # imports mujoco
@@ -166,24 +167,27 @@ class MujocoBackend(Backend):
     def render_rgb(self, camera: str) -> np.ndarray:
         return self.sim.render_rgb(camera)
 
-    def get_demos(self, amount: int, seed: int | None = None) -> list[Demo]:
-        """`amount` oracle demonstrations in the env's action mode; each from a fresh seeded episode,
-        retried up to DEMO_ATTEMPTS times until it succeeds. The env needs a reset afterwards."""
+    def get_demos(self, amount: int, seed: int | None = None, variation: int | None = None) -> list[Demo]:
+        """`amount` oracle demonstrations in the env's action mode; each from a fresh seeded episode of
+        `variation` (None: as a reset chooses it), retried up to DEMO_ATTEMPTS times until it succeeds. The env
+        needs a reset afterwards."""
         from ...spec import observation_spec
 
+        options = None if variation is None else {
+            "variation": _check_variation(self.task_class, variation, "get_demos")}
         spec = observation_spec(replace(self.config, backend=self.name))
         seeds = np.random.default_rng(seed) if seed is not None else self.rng
         demos = []
         for _ in range(amount):
             for _ in range(DEMO_ATTEMPTS):
-                demo = self._record_demo(int(seeds.integers(2**31)), spec)
+                demo = self._record_demo(int(seeds.integers(2**31)), spec, options)
                 if demo.success:
                     break
             demos.append(demo)
         return demos
 
-    def _record_demo(self, seed: int, spec: Mapping[str, Any]) -> Demo:
-        info = self.reset(seed, None)
+    def _record_demo(self, seed: int, spec: Mapping[str, Any], options: Mapping[str, Any] | None) -> Demo:
+        info = self.reset(seed, options)
         frames, success = [self._observe(spec)], False
         actions: list[np.ndarray] = []
         for action in self.sim.oracle_actions():
