@@ -115,8 +115,9 @@ class Poller:
 class WorkerHandle:
     """One worker process: its socket, its queue of commands in flight, its instances."""
 
-    def __init__(self, spec: WorkerSpec, boot_prefix: str, poller: Poller):
+    def __init__(self, spec: WorkerSpec, boot_prefix: str, poller: Poller, environ: dict[str, str]):
         self.poller = poller
+        self.environ = environ  # the backend's variables for the spawned process
         self.spec = spec
         self.instances = np.asarray(spec.instances, np.int64)
         self.boot_prefix = boot_prefix
@@ -147,7 +148,7 @@ class WorkerHandle:
                        parent_is_main_thread=threading.current_thread() is threading.main_thread())
         process = SPAWN.Process(target=worker_main, args=(spec, child_conn),
                                 name=f"rlbench_vec-worker-{spec.worker_index}", daemon=True)
-        with child_environment(self.boot_log):
+        with child_environment(self.boot_log, self.environ):
             process.start()
         child_conn.close()  # only the child holds its end: its death is EOF here
         self.process, self.conn, self.fd = process, parent_conn, parent_conn.fileno()
@@ -206,7 +207,9 @@ class Pool:
         n, self.num_envs = vc.num_envs, vc.num_envs
         self.config, self.vc, self.buffers = config, vc, buffers
         self.before_refill = before_refill  # called with a page before workers may write it again
-        self.steps_in_parallel = backend_class(config.backend).steps_in_parallel
+        backend = backend_class(config.backend)
+        self.steps_in_parallel = backend.steps_in_parallel
+        self.spawn_environ = backend.spawn_environ(config)
         self.on_device_pages = on_device_pages  # called with a started worker's device pages, if it has some
         # start-up logs: /dev/shm files named like our segments, so a killed owner's are swept too
         self.boot_prefix = os.path.join(SHM_DIR, segment_name(secrets.token_hex(6)) + "-boot")
@@ -260,7 +263,7 @@ class Pool:
             autoreset_mode=vc.autoreset_mode, eager_reset=vc.eager_reset, display=display,
             cpu_affinity=None if cpus is None else cpus[index % len(cpus)], video=vc.video,
         )
-        handle = WorkerHandle(spec, self.boot_prefix, self.poller)
+        handle = WorkerHandle(spec, self.boot_prefix, self.poller, self.spawn_environ)
         self.workers.append(handle)
         self.inst_worker.extend([handle] * len(instances))
         self.inst_local = np.concatenate([self.inst_local, np.arange(len(instances))])

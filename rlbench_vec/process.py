@@ -16,7 +16,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 SPAWN = mp.get_context("spawn")
@@ -28,17 +28,24 @@ LOG_TAIL_BYTES = 4000
 
 
 @contextmanager
-def child_environment(boot_log: str) -> Iterator[None]:
+def child_environment(boot_log: str, backend_environ: Mapping[str, str]) -> Iterator[None]:
     """os.environ for a child spawned now: single-threaded BLAS/OpenMP unless the user chose a
-    value (set before it imports numpy), and the path of its start-up log."""
-    added = {name: "1" for name in THREAD_VARS if name not in os.environ}
-    added[BOOT_LOG_VAR] = boot_log
-    os.environ.update(added)
+    value (set before it imports numpy), the backend's variables (set before the spawn bootstrap
+    re-imports the user's main module, which may import the simulator), and the path of its
+    start-up log. The parent's own values come back afterwards."""
+    wanted = {name: "1" for name in THREAD_VARS if name not in os.environ}
+    wanted.update(backend_environ)
+    wanted[BOOT_LOG_VAR] = boot_log
+    saved = {name: os.environ.get(name) for name in wanted}
+    os.environ.update(wanted)
     try:
         yield
     finally:
-        for name in added:
-            os.environ.pop(name, None)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def bootstrapping() -> bool:

@@ -6,6 +6,7 @@ last ones go through RLBenchVectorEnv's worker processes.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -112,6 +113,52 @@ def test_a_second_renderer_in_one_process_is_refused(backend_for):
     other = "egl" if loaded_renderer() != "egl" else "osmesa"
     with pytest.raises(BackendUnavailableError, match=f"cannot use '{other}'"):
         BACKEND(make_config(renderer=other), 0)
+
+
+def headless_environ() -> dict[str, str]:
+    """This process's environment without a display or a chosen GL backend, as on a bare server."""
+    drop = ("MUJOCO_GL", "PYOPENGL_PLATFORM", "DISPLAY")
+    return {key: value for key, value in os.environ.items() if key not in drop}
+
+
+def test_workers_render_when_the_users_script_imported_mujoco_first(tmp_path):
+    """A training script that imports a library which imports MuJoCo (torchrl.envs does) makes every
+    spawned worker re-import it before the worker's code runs: the worker must still get the
+    headless renderer, not MuJoCo's glfw default, which needs a display."""
+    script = (
+        "import mujoco\n"
+        "from rlbench_vec import RLBenchVectorEnv\n"
+        "if __name__ == '__main__':\n"
+        "    env = RLBenchVectorEnv(2, 'reach_target', backend='mujoco', cameras=('front',), image_size=(32, 32),\n"
+        "                           max_restarts_per_env=0)\n"
+        "    obs, _ = env.reset(seed=0)\n"
+        "    assert obs['front_rgb'].shape == (2, 32, 32, 3) and obs['front_rgb'].any()\n"
+        "    env.close()\n"
+    )
+    path = tmp_path / "train.py"  # a file: spawn re-imports a main module only when it has one
+    path.write_text(script)
+    done = subprocess.run([sys.executable, str(path)], env=headless_environ(), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_an_in_process_mujoco_that_cannot_render_is_refused_with_the_fix_named():
+    """MuJoCo imported with its glfw default and no display: a clear error naming MUJOCO_GL, not
+    MuJoCo's fatal error about a missing OpenGL platform."""
+    code = (
+        "import mujoco\n"
+        "from rlbench_vec.backends.mujoco import BACKEND\n"
+        "from rlbench_vec.config import EnvConfig\n"
+        "from rlbench_vec.errors import BackendUnavailableError\n"
+        "config = EnvConfig(backend='mujoco', cameras=('front',), image_size=(32, 32)).validated()\n"
+        "try:\n"
+        "    BACKEND(config, 0)\n"
+        "except BackendUnavailableError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=headless_environ(), capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert "'glfw' renderer" in done.stdout and "set MUJOCO_GL=" in done.stdout, done.stdout + done.stderr
 
 
 # --- episodes, variations, descriptions -----------------------------------------------------------

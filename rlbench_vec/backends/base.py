@@ -72,6 +72,13 @@ class Backend(ABC):
         return False
 
     @classmethod
+    def spawn_environ(cls, config: EnvConfig) -> dict[str, str]:
+        """Environment variables a worker needs from its first instruction: the spawn bootstrap
+        re-imports the user's main module, which may import the simulator (torchrl.envs imports
+        MuJoCo) before the worker's own code runs."""
+        return {}
+
+    @classmethod
     def envs_per_worker(cls, config: EnvConfig, num_envs: int, requested: int | None) -> int:
         """How many instances one worker runs: the user's choice, else num_envs spread over the cores."""
         return requested or -(-num_envs // max(1, len(os.sched_getaffinity(0))))

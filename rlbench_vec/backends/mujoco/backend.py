@@ -49,25 +49,39 @@ def loaded_renderer() -> str | None:
     return "disable" if context is None else context.__module__.rsplit(".", 1)[-1]
 
 
+def renderer_environ(config: EnvConfig) -> dict[str, str]:
+    """The variables that point MuJoCo (and PyOpenGL) at the configured renderer at their first import."""
+    renderer = resolve_renderer(config)
+    return {"MUJOCO_GL": renderer} if renderer == "glfw" else {"MUJOCO_GL": renderer, "PYOPENGL_PLATFORM": renderer}
+
+
 def use_renderer(config: EnvConfig) -> None:
     """Point MuJoCo at the configured renderer before its first import in this process. Where MuJoCo
     is already imported (e.g. a test calling the backend in-process), its renderer stays, unless
-    config.renderer asks for another: that cannot be had in this process."""
+    config.renderer asks for another or it cannot render here: neither can be mended in this process."""
     current = loaded_renderer()
     if current is not None:
-        if config.renderer and resolve_renderer(config) != current:
+        wanted = resolve_renderer(config)
+        if config.renderer and wanted != current:
             raise BackendUnavailableError(
                 f"MuJoCo was already imported in this process with the {current!r} renderer, so it cannot "
                 f"use {config.renderer!r}; set MUJOCO_GL={config.renderer} before importing mujoco, or run "
                 "the env in a worker (RLBenchVectorEnv)."
             )
+        renders = bool(config.cameras and config.modalities) or bool(config.video_cameras)
+        if renders and (current == "disable" or (current == "glfw" and not os.environ.get("DISPLAY"))):
+            hint = wanted if wanted in RENDERERS and wanted != "glfw" else default_renderer()
+            raise BackendUnavailableError(
+                f"MuJoCo was already imported in this process with the {current!r} renderer, which cannot "
+                "render here (glfw needs an X display). A library may have imported it before MUJOCO_GL was "
+                f"set (torchrl.envs does); set MUJOCO_GL={hint} before anything imports mujoco, or run the "
+                "env in a worker (RLBenchVectorEnv), which sets it for its workers."
+            )
         return
-    renderer = resolve_renderer(config)
-    os.environ["MUJOCO_GL"] = renderer
-    if renderer == "glfw":
+    environ = renderer_environ(config)
+    os.environ.update(environ)
+    if "PYOPENGL_PLATFORM" not in environ:  # glfw: PyOpenGL picks its platform from the display
         os.environ.pop("PYOPENGL_PLATFORM", None)
-    else:
-        os.environ["PYOPENGL_PLATFORM"] = renderer
 
 
 def task_class(config: EnvConfig) -> type[Task]:
@@ -133,6 +147,10 @@ class MujocoBackend(Backend):
     @classmethod
     def needs_display(cls, config: EnvConfig) -> bool:
         return resolve_renderer(config) == "glfw"
+
+    @classmethod
+    def spawn_environ(cls, config: EnvConfig) -> dict[str, str]:
+        return renderer_environ(config)
 
     @classmethod
     def make_group(cls, config: EnvConfig, instances: Sequence[int]) -> EnvGroup:
