@@ -562,12 +562,14 @@ class Pool:
         entropy = [self.vc.seed, int(handle.instances[local]), handle.restarts]
         return int(np.random.SeedSequence(entropy).generate_state(1)[0])
 
-    def _forget_display(self, handle: WorkerHandle) -> None:
-        """A worker that dies by SIGKILL takes its Xvfb along, which cannot remove its socket: do it."""
-        if handle.facts.get("display"):
-            from .display import remove_stale_display_files
+    def _forget_display(self, handle: WorkerHandle, wait_s: float | None = None) -> bool:
+        """A worker that dies by SIGKILL takes its Xvfb along, which cannot remove its socket: do it.
+        False while its Xvfb still runs after wait_s (default: the display module's grace period)."""
+        if not handle.facts.get("display"):
+            return True
+        from .display import GONE_WAIT_S, remove_stale_display_files
 
-            remove_stale_display_files(handle.facts)
+        return remove_stale_display_files(handle.facts, GONE_WAIT_S if wait_s is None else wait_s)
 
     # ------------------------------------------------------------------ batches
     def in_flight(self) -> np.ndarray:
@@ -739,19 +741,23 @@ class Pool:
             return
         self.workers.remove(handle)
         self.retired.append(handle)
-        self._forget_display(handle)
         if handle.process is not None and handle.process.is_alive():
             handle.send(CLOSE, np.zeros(0, ENTRY), CLOSE_TIMEOUT_S)
         self.poller.remove(handle)  # its exit is expected: _reap_retired joins it, nothing restarts it
 
     def _reap_retired(self) -> None:
+        """Join retired workers that have exited and clean up after their Xvfb, never waiting: the
+        envs of other workers are being served meanwhile."""
         for handle in list(self.retired):
-            if handle.process is None or not handle.process.is_alive():
+            if handle.process is not None and handle.process.is_alive():
+                if handle.pending and time.monotonic() > handle.pending[0].deadline:
+                    handle.kill()
+                continue
+            if handle.process is not None:
                 handle.kill()
                 handle.process = None
+            if self._forget_display(handle, wait_s=0.0):  # its Xvfb may outlive it by a moment
                 self.retired.remove(handle)
-            elif handle.pending and time.monotonic() > handle.pending[0].deadline:
-                handle.kill()
 
     # ------------------------------------------------------------------ shutdown
     def close(self) -> None:

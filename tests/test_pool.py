@@ -410,3 +410,23 @@ def test_recycling_runs_for_many_generations_without_restarts_or_leftover_proces
     assert stats["restarts"].sum() == 0, "a retired worker's exit is not a crash"
     env.close()
     assert not live_workers(me)
+
+
+def test_recycling_workers_with_their_own_xvfb_never_stalls_a_step_and_removes_their_displays(make_env):
+    """Retiring a worker must not wait for its Xvfb to stop (that took 2 s per retiring worker, in
+    the step that moved its last env): the other envs are being served. Its Xvfb and files go."""
+    env = make_env(num_envs=4, envs_per_worker=1, cameras=(), recycle_after_episodes=1,
+                   backend_options={"episode_length": 3, "step_cost_s": 0.01, "needs_display": True})
+    env.reset(seed=0)
+    first = [dict(facts) for facts in env.worker_facts]
+    assert all(facts.get("xvfb_pid") for facts in first)
+    slowest, deadline = 0.0, time.monotonic() + 120
+    while env.stats()["recycles"].min() < 2 and time.monotonic() < deadline:
+        started = time.monotonic()
+        env.step(zeros(4))
+        slowest = max(slowest, time.monotonic() - started)
+    assert env.stats()["recycles"].min() >= 2 and env.stats()["restarts"].sum() == 0
+    assert slowest < 2.0, f"a step waited {slowest:.1f} s for retiring workers"  # all four retire together
+    for facts in first:
+        assert not psutil.pid_exists(facts["xvfb_pid"]) or psutil.Process(facts["xvfb_pid"]).status() == "zombie"
+        assert not os.path.exists(facts["display_dir"])
