@@ -151,6 +151,15 @@ def arm_joints(values: wp.array2d(dtype=float), world: int, adr: wp.array(dtype=
 
 
 @wp.func
+def action_joints(actions: wp.array2d(dtype=float), world: int) -> vec7:
+    """The seven joint values of a world's action (its first seven columns)."""
+    a = vec7()
+    for j in range(7):
+        a[j] = actions[world, j]
+    return a
+
+
+@wp.func
 def action_gripper(action: float, discrete: int) -> float:
     """Finger opening requested by the gripper part (discrete: > 0.5 opens)."""
     if discrete != 0:
@@ -360,10 +369,7 @@ def begin_joint_velocity(arm: Arm, c: Controller, actions: wp.array2d(dtype=floa
     q = arm_joints(qpos, world, arm.qpos_adr)
     if not start_action(c, world, q, actions, active):
         return
-    target = vec7()
-    for j in range(7):
-        target[j] = actions[world, j]
-    c.target_velocity[world] = clip7(target, -DQ_MAX, DQ_MAX)
+    c.target_velocity[world] = clip7(action_joints(actions, world), -DQ_MAX, DQ_MAX)
     c.setpoint[world] = q
     c.velocity[world] = arm_joints(qvel, world, arm.dof_adr)
     c.budget[world] = 1
@@ -379,9 +385,7 @@ def begin_joint_position(arm: Arm, c: Controller, actions: wp.array2d(dtype=floa
     q = arm_joints(qpos, world, arm.qpos_adr)
     if not start_action(c, world, q, actions, active):
         return
-    goal = vec7()
-    for j in range(7):
-        goal[j] = actions[world, j]
+    goal = action_joints(actions, world)
     if absolute == 0:
         goal = goal + q
     start_path(c, world, q, arm_joints(qvel, world, arm.dof_adr), goal, 1)
