@@ -20,7 +20,8 @@ if [ ! -e /tmp/site/.ready ]; then
   done
   if [ -d .dev/stage3 ] && [ -e "$stage_dir/warp.tar.xz.aa" ] && [ -e "$stage_dir/warp.tar.xz.ab" ]; then
     mkdir -p /tmp/site
-    cat "$stage_dir"/warp.tar.xz.* | tar xJf - -C /tmp/site
+    cat "$stage_dir"/warp.tar.xz.* | python3 -c \
+      "import sys, tarfile; tarfile.open(fileobj=sys.stdin.buffer, mode='r|xz').extractall('/tmp/site')"
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
       .dev/stage3/*.whl 2>&1 | grep -v "^WARNING" || true
     touch /tmp/site/.ready
