@@ -2,18 +2,11 @@
 # The engine's benchmarks on the lent GPU host (one H100, 16 cores, Python 3.12 with torch, no package
 # index): unpack the carried GL loaders and wheels, then run one stage, writing into $OUT.
 #   bash scripts/device_bench.sh peers|reset|mujoco|engine|collect|cuda|cuda_tests
-#   (carry: .gl .whl-mjwarp-c .whl-bench .whl-collect)
+#   (stage the host first: scripts/device_stage.sh says how; the last staging call carries .dev/stage3)
 set -euo pipefail
 stage=${1:?stage: peers, reset, mujoco, engine, collect, cuda or cuda_tests}
-if [ ! -e /tmp/site/.ready ]; then  # once per machine
-  for deb in .gl/*.deb; do dpkg -x "$deb" /; done
-  ldconfig
-  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl-mjwarp-c/*.whl \
-    .whl-bench/*.whl .whl-collect/*.whl 2>&1 | grep -v "^WARNING" || true
-  touch /tmp/site/.ready
-fi
-export PYTHONPATH=/tmp/site:$PWD MUJOCO_GL=egl PYTHONUNBUFFERED=1
-export __EGL_VENDOR_LIBRARY_FILENAMES=${__EGL_VENDOR_LIBRARY_FILENAMES:-/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json}
+# shellcheck source=scripts/device_stage.sh
+source "$(dirname "$0")/device_stage.sh"
 case $stage in
   peers) python3 benchmarks/peers.py --tag gpu16 --num_envs 16 64 --settings "0 ms" heavy-tailed \
            --systems "rlbench_vec sync" "rlbench_vec async" "rlbench_vec chunk16" "gymnasium async" --out "$OUT" ;;
