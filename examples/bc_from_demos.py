@@ -5,7 +5,8 @@ action mode, here joint velocities: the policy must learn the reach in joint spa
 IK with privileged knowledge and servoes the joints towards the solution). An MLP regresses the
 oracle's actions from the observation, then runs closed loop in the same vector env.
 
-    python examples/bc_from_demos.py      # writes docs/bc_reach.json
+    pip install -e ".[examples]"          # torch (yours, any build)
+    python examples/bc_from_demos.py      # writes out/bc_reach.json
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
-import torch
-import torch.nn as nn
-from cli import parse_args  # examples/cli.py, beside this script
+from cli import missing, parse_args  # examples/cli.py, beside this script
+
+try:
+    import torch
+    import torch.nn as nn
+except ModuleNotFoundError as error:
+    missing(error, extras="examples")
 
 from rlbench_vec import RLBenchVectorEnv
 
@@ -38,7 +43,7 @@ class Args:
     batch_size: int = 256
     learning_rate: float = 1e-3
     eval_episodes: int = 100
-    out: str = "docs/bc_reach.json"
+    out: str = "out/bc_reach.json"
 
 
 def flatten(obs: dict[str, np.ndarray]) -> np.ndarray:
@@ -92,7 +97,7 @@ def main() -> None:
     collect_seconds = time.time() - started
     good = [d for d in demos if d.success]
     if not good:
-        raise SystemExit("no demo succeeded: raise --max-episode-steps so the oracle can finish")
+        raise SystemExit("no demo succeeded: raise --max_episode_steps so the oracle can finish")
     obs = np.concatenate([flatten(d.observations)[:-1] for d in good])  # the observation before each action
     actions = np.concatenate([d.actions for d in good])
     print(f"{len(good)}/{len(demos)} successful demos, {len(actions)} steps, collected in {collect_seconds:.1f}s")

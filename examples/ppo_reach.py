@@ -1,13 +1,13 @@
 """PPO on reach_target: MuJoCo backend, low-dim observations, delta end-effector moves (CleanRL style).
 
-The policy moves the gripper by at most --max-move metres per axis per step (arm_mode="ik",
+The policy moves the gripper by at most --max_move metres per axis per step (arm_mode="ik",
 absolute_mode=False: a delta position with an identity rotation, gripper open). Observations are
 the gripper pose and task_low_dim_state (target xyz first, then the two distractors); cameras=()
 so nothing renders. The env's reward is sparse (1 on success, which ends the episode); training adds
 a shaping term, --shaping * (last distance - new distance) to the target, computed here from the
 observations. Success rates are always the env's own.
 
---autoreset-mode picks gymnasium's autoreset mode of the vector env, and the loop handles each:
+--autoreset_mode picks gymnasium's autoreset mode of the vector env, and the loop handles each:
   next_step   the step that ends an episode returns its final observation; the env's next step
               resets it (action ignored): that step is left out of the loss.
   same_step   the step that ends an episode returns the next episode's first observation; the final
@@ -15,9 +15,10 @@ observations. Success rates are always the env's own.
   disabled    after a step that ends episodes, reset(options={"reset_mask": done}) resets those envs.
 Either way, a truncated episode's return is bootstrapped from the value of its final observation.
 
+    pip install -e ".[examples]"                          # torch (yours, any build) and matplotlib
     python examples/ppo_reach.py                          # one process, 2 env workers
-    python examples/ppo_reach.py --autoreset-mode same_step --out docs/ppo_reach_same_step
-    torchrun --nproc_per_node 2 examples/ppo_reach.py --num-envs 1
+    python examples/ppo_reach.py --autoreset_mode same_step --out out/ppo_reach_same_step
+    torchrun --nproc_per_node 2 examples/ppo_reach.py --num_envs 1
         # each rank its own RLBenchVectorEnv (seeds offset by rank); gradients averaged with gloo
 
 Writes <out>.json (curve, evaluation, command) and <out>_curve.png.
@@ -33,11 +34,16 @@ import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
-import torch
-import torch.distributed as dist
-import torch.nn as nn
-from cli import parse_args  # examples/cli.py, beside this script
-from torch.distributions.normal import Normal
+from cli import missing, parse_args  # examples/cli.py, beside this script
+
+try:
+    import matplotlib  # noqa: F401  (the learning curve, drawn at the end: fail before training)
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    from torch.distributions.normal import Normal
+except ModuleNotFoundError as error:
+    missing(error, extras="examples")
 
 from rlbench_vec import RLBenchVectorEnv
 
@@ -65,7 +71,7 @@ class Args:
     max_episode_steps: int = 30
     eval_episodes: int = 100  # per rank, for the trained and for the random policy
     autoreset_mode: str = "next_step"  # or "same_step", "disabled"
-    out: str = "docs/ppo_reach"
+    out: str = "out/ppo_reach"
 
 
 def layer(in_size: int, out_size: int, std: float = np.sqrt(2)) -> nn.Linear:

@@ -2,13 +2,14 @@
 
 The same task and action space as examples/ppo_reach.py, written the SB3 way: SB3VecEnv with flat
 observations (gripper pose, task_low_dim_state), and two small VecEnvWrappers: ReachActions maps
-the policy's 3 numbers in [-1, 1] to a delta end-effector move of at most --max-move metres per
+the policy's 3 numbers in [-1, 1] to a delta end-effector move of at most --max_move metres per
 axis (identity rotation, gripper open), DistanceShaping adds --shaping * (distance gained towards
 the target) to the env's sparse success reward and reports info["is_success"], which SB3 logs as
 rollout/success_rate. The distance at an episode's end comes from info["terminal_observation"]: the
 observation SB3VecEnv returns with it is already the next episode's first.
 
-    python examples/sb3_ppo_reach.py     # writes docs/ppo_sb3_reach.json and docs/ppo_sb3_reach_curve.png
+    pip install -e ".[examples,ecosystem]"   # torch (yours, any build), matplotlib, stable-baselines3
+    python examples/sb3_ppo_reach.py         # writes out/ppo_sb3_reach.json and out/ppo_sb3_reach_curve.png
 """
 
 from __future__ import annotations
@@ -22,11 +23,16 @@ from dataclasses import asdict, dataclass
 
 import gymnasium as gym
 import numpy as np
-import torch
-from cli import parse_args  # examples/cli.py, beside this script
-from stable_baselines3 import PPO
-from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor
+from cli import missing, parse_args  # examples/cli.py, beside this script
+
+try:
+    import matplotlib  # noqa: F401  (the learning curve, drawn at the end: fail before training)
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecMonitor
+except ModuleNotFoundError as error:
+    missing(error, extras="examples,ecosystem")
 
 from rlbench_vec.sb3 import SB3VecEnv
 
@@ -49,7 +55,7 @@ class Args:
     shaping: float = 10.0
     max_episode_steps: int = 30
     eval_episodes: int = 100
-    out: str = "docs/ppo_sb3_reach"
+    out: str = "out/ppo_sb3_reach"
 
 
 class ReachActions(VecEnvWrapper):

@@ -1,5 +1,6 @@
 """A minimal training loop on RLBenchVectorEnv, one vector env per rank, under torchrun or alone.
 
+    pip install -e ".[examples]"          # torch: yours, any build
     python examples/torchrun_train.py --backend synthetic
     torchrun --standalone --nproc_per_node=2 examples/torchrun_train.py --num_envs 4
     # two nodes (run on each; host0 must be reachable from both):
@@ -17,16 +18,21 @@ the plumbing of a distributed loop, not a way to solve the task.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
-import torch
-import torch.distributed as dist
-from torch import nn
+from cli import missing  # examples/cli.py, beside this script
 
 from rlbench_vec import RLBenchVectorEnv
+from rlbench_vec.cli import ArgumentParser
 from rlbench_vec.distributed import RankInfo
+
+try:
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+except ModuleNotFoundError as error:
+    missing(error, extras="examples")
 
 INPUTS = ("joint_positions", "gripper_open", "task_low_dim_state")
 
@@ -47,7 +53,7 @@ class Policy(nn.Module):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--task", default="reach_target")
     parser.add_argument("--num_envs", type=int, default=2, help="per rank")

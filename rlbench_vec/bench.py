@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import psutil
 
+from .cli import ArgumentParser, run
 from .config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, POSE_ARM_MODES, EnvConfig, VideoConfig
 from .distributed import RankInfo
 from .vector_env import RLBenchVectorEnv
@@ -43,9 +44,7 @@ DEFAULTS = EnvConfig()
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m rlbench_vec.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = ArgumentParser(prog="python -m rlbench_vec.bench", description=__doc__)
     parser.add_argument("--num_envs", type=int, default=None,
                         help="envs of this rank (default: this host's cores / local ranks)")
     parser.add_argument("--steps", type=int, default=100, help="timed actions per env (rounded up to whole chunks)")
@@ -257,11 +256,12 @@ class Progress:
                                     TimeElapsedColumn(), console=Console(stderr=True))
             self.bar.start()
 
-    def task(self, description: str, total: int):
+    def task(self, description: str, total: int | None = None):
+        """A bar; the returned function takes (completed) or (completed, total)."""
         if self.bar is None:
-            return lambda completed: None
+            return lambda completed, total=None: None
         task = self.bar.add_task(description, total=total)
-        return lambda completed: self.bar.update(task, completed=completed)
+        return lambda completed, total=total: self.bar.update(task, completed=completed, total=total)
 
     def stop(self) -> None:
         if self.bar is not None:
@@ -326,9 +326,9 @@ def bench_rank(args: argparse.Namespace, info: RankInfo, dist) -> dict[str, Any]
     num_envs = args.num_envs or default_num_envs(info)
     progress = Progress(enabled=not args.quiet and info.rank == 0)
     try:
-        on_ready = progress.task("starting workers", num_envs)
+        on_ready = progress.task("starting workers")  # counts workers, as they report
         gpu_before = gpu_used_mb(args.device)
-        env = make_env(args, num_envs, lambda ready, total: on_ready(ready))
+        env = make_env(args, num_envs, on_ready)
         with env:
             obs, _ = env.reset(seed=args.seed)
             sample = ActionSampler(env, args.action_chunk, seed=args.seed + 7919 * info.rank,
@@ -473,4 +473,4 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
 
 
 if __name__ == "__main__":
-    main()
+    run(main, "python -m rlbench_vec.bench")

@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import argparse
 import collections
 import functools
 import json
@@ -40,6 +39,7 @@ import numpy as np
 from .backends import backend_class
 from .backends.base import Backend
 from .backends.mujoco.backend import task_class
+from .cli import INTERRUPTED, ArgumentParser, run
 from .config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, EnvConfig, VectorConfig, integer
 from .datasets import remove_stale_staging
 from .datasets.lerobot_format import LeRobotOptions
@@ -213,11 +213,16 @@ class Tally:
 
 
 class ProgressBar:
-    """Episodes done, demos/s, ETA and failures on stderr (rich), or nothing."""
+    """Episodes done, demos/s, ETA and failures on stderr: a rich bar on a terminal; else (a log file, CI)
+    one whole line every LINE_EVERY_S seconds and at the end, since rich cuts a line to 80 columns there."""
+
+    LINE_EVERY_S = 10.0
 
     def __init__(self, enabled: bool):
         self.bar: Any = None
-        if enabled:
+        self.lines = enabled and not sys.stderr.isatty()
+        self.last_line = -math.inf
+        if enabled and not self.lines:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -229,15 +234,21 @@ class ProgressBar:
         self.started = time.perf_counter()
 
     def update(self, description: str, tally: Tally, pool: WriterPool | None = None) -> None:
-        if self.bar is None:
+        if self.bar is None and not self.lines:
             return
-        written = sum(tally.written.values())
-        rate = written / max(time.perf_counter() - self.started, 1e-9)
+        now = time.perf_counter()
+        rate = sum(tally.written.values()) / max(now - self.started, 1e-9)
         failures = f"failed demos {tally.demo_failures}, crashes {tally.worker_errors}, lost {len(tally.failed)}"
         if pool is not None:
             failures += f"; writer queue {pool.pending}/{pool.options.queue_size}"
-        self.bar.update(self.task, description=description, completed=tally.done,
-                        total=sum(tally.planned.values()), rate=f"{rate:.2f}", failures=failures)
+        total = sum(tally.planned.values())
+        if self.bar is not None:
+            self.bar.update(self.task, description=description, completed=tally.done, total=total,
+                            rate=f"{rate:.2f}", failures=failures)
+        elif now - self.last_line >= self.LINE_EVERY_S or description in ("done", "stopped"):
+            self.last_line = now
+            print(f"{description}: {tally.done}/{total} episodes, {rate:.2f} demos/s, {failures}", file=sys.stderr,
+                  flush=True)
 
     def stop(self) -> None:
         if self.bar is not None:
@@ -398,19 +409,15 @@ def _write_summary(out: Path, summary: dict[str, Any], config: CollectConfig, ta
 
 # ---- command line ----
 
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(word.strip() for word in text.split(",") if word.strip())
-
-
 def _count_or_all(text: str) -> int | str:
     return text if text == "all" else int(text)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
-    parser = argparse.ArgumentParser(prog="python -m rlbench_vec.collect", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(prog="python -m rlbench_vec.collect", description=__doc__)
     default = CollectConfig()
-    parser.add_argument("--tasks", type=_words, required=True, help="comma-separated, e.g. open_drawer,reach_target")
+    parser.add_argument("--tasks", nargs="+", required=True, metavar="TASK",
+                        help="RLBench task names, e.g. open_drawer reach_target")
     parser.add_argument("--out", required=True, help="dataset folder (a rerun resumes it)")
     parser.add_argument("--episodes_per_task", type=int, default=default.episodes_per_task,
                         help="episodes per variation, as RLBench counts them")
@@ -421,9 +428,9 @@ def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
     parser.add_argument("--backend", default=default.backend, choices=BACKENDS)
     parser.add_argument("--num_envs", type=int, default=default.num_envs, help="worker processes collecting at once")
     parser.add_argument("--image_size", type=int, nargs=2, default=default.image_size, metavar=("WIDTH", "HEIGHT"))
-    parser.add_argument("--cameras", type=_words, default=default.cameras, help=f"comma-separated among {CAMERAS}")
-    parser.add_argument("--modalities", type=_words, default=None,
-                        help=f"comma-separated among {MODALITIES} (default: rgb,depth,mask; lerobot: rgb)")
+    parser.add_argument("--cameras", nargs="+", default=list(default.cameras), choices=CAMERAS)
+    parser.add_argument("--modalities", nargs="+", default=None, choices=MODALITIES,
+                        help="default: rgb depth mask; lerobot: rgb")
     parser.add_argument("--arm_mode", default=default.arm_mode, choices=ARM_MODES)
     parser.add_argument("--absolute_mode", type=int, default=1, choices=(0, 1))
     parser.add_argument("--gripper_mode", default=default.gripper_mode, choices=GRIPPER_MODES)
@@ -442,6 +449,8 @@ def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
     args = vars(parser.parse_args(argv))
     args["absolute_mode"], args["progress"] = bool(args["absolute_mode"]), bool(args["progress"])
     args["image_size"] = tuple(args["image_size"])
+    for key in ("tasks", "cameras", "modalities"):
+        args[key] = None if args[key] is None else tuple(args[key])
     return CollectConfig(**args)
 
 
@@ -453,7 +462,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"interrupted: run the same command again to resume ({Path(config.out) / SUMMARY_FILE}).",
               file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except RLBenchVecError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -464,4 +473,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main, "python -m rlbench_vec.collect", on_interrupt="interrupted before the collection started")

@@ -84,6 +84,19 @@ def integer(name: str, value: Any, low: int, high: int | None = None) -> int:
     return int(value)
 
 
+def image_size(size: tuple[Any, Any] | list[Any]) -> tuple[int, int]:
+    """(width, height), each an integer in [8, MAX_IMAGE_SIDE]; the error names every side that is wrong."""
+    problems = []
+    for side, value in zip(("width", "height"), size):
+        try:
+            integer(side, value, 8, MAX_IMAGE_SIDE)
+        except ConfigError as error:
+            problems.append(str(error).rstrip("."))
+    if problems:
+        raise ConfigError(f"image_size=({size[0]!r}, {size[1]!r}) is (width, height): {'; '.join(problems)}.")
+    return int(size[0]), int(size[1])
+
+
 def positive(name: str, value: Any, unit: str = "seconds") -> float:
     """A finite number > 0 (NaN or inf would disable the guard it sets)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
@@ -133,8 +146,7 @@ class EnvConfig:
             raise ConfigError(f"task must be a task name such as 'reach_target', got {self.task!r}.")
         if not isinstance(self.image_size, (tuple, list)) or len(self.image_size) != 2:
             raise ConfigError(f"image_size must be two integers (width, height), got {self.image_size!r}.")
-        size = (integer("image_size", self.image_size[0], 8, MAX_IMAGE_SIDE),
-                integer("image_size", self.image_size[1], 8, MAX_IMAGE_SIDE))
+        size = image_size(self.image_size)
         if not isinstance(self.backend_options, Mapping):
             raise ConfigError(f"backend_options must be a dict, got {self.backend_options!r}.")
         from .backends import backend_class, resolve_backend  # the registry imports this module

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import types
 
 import numpy as np
@@ -104,3 +106,37 @@ def test_mujoco_survives_invalid_actions_and_records(tmp_path, monkeypatch):
     assert result["invalid_actions"] > 0 and result["resets"] > 0
     assert result["record"] and os.listdir(video_dir)
     assert all(name.startswith("env000_") for name in os.listdir(video_dir))
+
+
+def test_ctrl_c_ends_the_bench_with_one_line_and_nothing_left():
+    import psutil
+
+    bench_process = subprocess.Popen(
+        [sys.executable, "-m", "rlbench_vec.bench", "--backend", "synthetic", "--num_envs", "4", "--envs_per_worker",
+         "2", "--steps", "10000000", "--backend_options", '{"step_cost_s": 0.001}'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    main = psutil.Process(bench_process.pid)
+    deadline = time.monotonic() + 60
+    while len(main.children(recursive=True)) < 2 and time.monotonic() < deadline:  # the two workers
+        time.sleep(0.2)
+    time.sleep(2.0)  # stepping by now
+    workers = main.children(recursive=True)
+    assert len(workers) >= 2
+    bench_process.send_signal(signal.SIGINT)
+    _, stderr = bench_process.communicate(timeout=60)
+    assert bench_process.returncode == 130
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    assert stderr.strip().splitlines()[-1] == "python -m rlbench_vec.bench: interrupted."
+    psutil.wait_procs(workers, timeout=10)
+    assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_the_progress_bar_counts_the_workers_that_start():
+    updates = []
+    bar = bench.Progress(enabled=False)
+    assert bar.task("starting workers")(1, 2) is None  # disabled: a no-op that takes what the pool reports
+    bar.bar = types.SimpleNamespace(add_task=lambda description, total: 0,
+                                    update=lambda task, **fields: updates.append(fields))
+    bar.task("starting workers")(1, 2)
+    bar.task("stepping", 8)(4)
+    assert updates == [{"completed": 1, "total": 2}, {"completed": 4, "total": 8}]

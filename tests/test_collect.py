@@ -130,11 +130,12 @@ def mujoco_workers(pid: int) -> list[psutil.Process]:
 
 def test_cli_survives_a_killed_worker_and_stores_the_same_demos(collected, tmp_path):
     """A worker SIGKILLed mid-collection costs its demo only: it is collected again with the same seed, so the
-    dataset (collected here by one env, through the command) is byte for byte the function's with two envs."""
+    dataset (collected here by one env, through the command) is byte for byte the function's with two envs.
+    Its progress, with stderr not a terminal, comes as whole lines."""
     out, _ = collected
     command = [sys.executable, "-m", "rlbench_vec.collect", "--tasks", TASK, "--episodes_per_task", "3",
                "--variations", "2", "--backend", "mujoco", "--num_envs", "1", "--image_size", "16", "16",
-               "--progress", "0", "--out", str(tmp_path)]
+               "--out", str(tmp_path)]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = None
     deadline = time.monotonic() + 120
@@ -148,6 +149,8 @@ def test_cli_survives_a_killed_worker_and_stores_the_same_demos(collected, tmp_p
     assert killed is not None, "the run ended before a worker could be killed"
     assert process.returncode == 0, stderr
     assert "6 episodes written" in stdout
+    progress = [line for line in stderr.splitlines() if " episodes, " in line]
+    assert progress[-1].startswith("done: 6/6 episodes, ") and progress[-1].endswith("writer queue 0/2"), stderr
     summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
     assert summary["failures"]["worker_errors"] == 1 and summary["episodes"]["written"] == 6
     assert summary["command"] == "python -m rlbench_vec.collect " + " ".join(command[3:])

@@ -20,7 +20,10 @@ from rlbench_vec.config import EnvConfig, VectorConfig, split_options
     ({"max_episode_steps": "a"}, "max_episode_steps must be an integer"),
     ({"num_envs": 2.5}, "num_envs must be an integer"),
     ({"num_envs": True}, "num_envs must be an integer"),
-    ({"image_size": (100000, 100000)}, r"image_size must be in \[8, 4096\]"),
+    ({"image_size": (100000, 64)}, r"image_size=\(100000, 64\) is \(width, height\): width must be in \[8, 4096\], "
+                                    r"got 100000\.$"),
+    ({"image_size": (-1, 5)}, r"width must be in \[8, 4096\], got -1; height must be in \[8, 4096\], got 5\."),
+    ({"image_size": (64, 2.5)}, r"\(width, height\): height must be an integer, got 2\.5"),
     ({"autoreset_mode": "same-step"}, "Did you mean 'same_step'"),
     ({"spare_envs": 1, "autoreset_mode": "same_step"}, "next_step"),
     ({"recycle_after_episodes": 3, "autoreset_mode": "disabled"}, "recycle_after_episodes .*='next_step'"),

@@ -364,3 +364,41 @@ def test_lerobot_crash_in_the_first_session_leaves_no_dataset(demos, tmp_path):
     assert (tmp_path / TASK).is_dir()
     with LeRobotWriter(tmp_path, CONFIG, LeRobotOptions(cameras=("front",))) as writer:
         assert writer.completed == set()
+
+
+ENCODE_ONE_VIDEO = """
+import sys
+import av
+import numpy as np
+from rlbench_vec.datasets.lerobot_format import quiet_encoder_logs
+if sys.argv[1] == "quiet":
+    quiet_encoder_logs()
+out = av.open(sys.argv[2], "w")
+stream = out.add_stream("libsvtav1", rate=10)
+stream.width = stream.height = 64
+stream.pix_fmt = "yuv420p"
+for i in range(3):
+    for packet in stream.encode(av.VideoFrame.from_ndarray(np.full((64, 64, 3), 40 * i, np.uint8), format="rgb24")):
+        out.mux(packet)
+for packet in stream.encode():
+    out.mux(packet)
+out.close()
+"""
+
+
+def test_lerobot_writer_keeps_the_av1_encoder_quiet(tmp_path):
+    av = pytest.importorskip("av", reason="PyAV comes with the lerobot extra")
+    if "libsvtav1" not in av.codecs_available:
+        pytest.skip("this PyAV build has no SVT-AV1 encoder")
+    env = {key: value for key, value in os.environ.items() if key != "SVT_LOG"}
+    script = tmp_path / "encode.py"
+    script.write_text(ENCODE_ONE_VIDEO)
+
+    def stderr(mode: str) -> str:
+        run = subprocess.run([sys.executable, str(script), mode, str(tmp_path / f"{mode}.mp4")], env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        return run.stderr
+
+    assert "Svt[info]" in stderr("default")  # what LeRobot's encoding printed before
+    assert "Svt[" not in stderr("quiet")

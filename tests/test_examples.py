@@ -17,8 +17,8 @@ pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("mujoco") is None or importlib.util.find_spec("torch") is None,
     reason="the examples need mujoco and torch",
 )
-TINY_PPO = ["--num-envs", "1", "--num-steps", "16", "--total-steps", "32", "--update-epochs", "1",
-            "--eval-episodes", "1", "--max-episode-steps", "5"]
+TINY_PPO = ["--num_envs", "1", "--num_steps", "16", "--total_steps", "32", "--update_epochs", "1",
+            "--eval_episodes", "1", "--max_episode_steps", "5"]
 
 
 def run(command: list[str], timeout_s: float = 120) -> str:
@@ -31,7 +31,7 @@ def run(command: list[str], timeout_s: float = 120) -> str:
 @pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
 def test_ppo_reach_runs_and_saves_its_curve_in_each_autoreset_mode(tmp_path, mode):
     out = tmp_path / "ppo"
-    stdout = run([sys.executable, "examples/ppo_reach.py", *TINY_PPO, "--autoreset-mode", mode, "--out", str(out)])
+    stdout = run([sys.executable, "examples/ppo_reach.py", *TINY_PPO, "--autoreset_mode", mode, "--out", str(out)])
     assert "success rate: trained" in stdout
     result = json.loads(out.with_suffix(".json").read_text())
     assert result["world_size"] == 1 and len(result["curve"]) == 2 and result["args"]["autoreset_mode"] == mode
@@ -53,9 +53,9 @@ def test_ppo_reach_under_torchrun(tmp_path):
 @pytest.mark.skipif(importlib.util.find_spec("stable_baselines3") is None, reason="needs stable-baselines3")
 def test_sb3_ppo_reach_runs_and_saves_its_curve(tmp_path):
     out = tmp_path / "sb3"
-    stdout = run([sys.executable, "examples/sb3_ppo_reach.py", "--num-envs", "2", "--num-steps", "16",
-                  "--total-steps", "64", "--update-epochs", "1", "--batch-size", "32", "--eval-episodes", "2",
-                  "--max-episode-steps", "5", "--out", str(out)])
+    stdout = run([sys.executable, "examples/sb3_ppo_reach.py", "--num_envs", "2", "--num_steps", "16",
+                  "--total_steps", "64", "--update_epochs", "1", "--batch_size", "32", "--eval_episodes", "2",
+                  "--max_episode_steps", "5", "--out", str(out)])
     assert "success rate: trained" in stdout
     result = json.loads(out.with_suffix(".json").read_text())
     assert [point["env_steps"] for point in result["curve"]] == [32, 64]
@@ -65,9 +65,20 @@ def test_sb3_ppo_reach_runs_and_saves_its_curve(tmp_path):
 
 def test_bc_from_demos_runs_and_saves_its_result(tmp_path):
     out = tmp_path / "bc.json"
-    stdout = run([sys.executable, "examples/bc_from_demos.py", "--num-envs", "1", "--demos", "2", "--epochs", "2",
-                  "--eval-episodes", "1", "--out", str(out)])
+    stdout = run([sys.executable, "examples/bc_from_demos.py", "--num_envs", "1", "--demos", "2", "--epochs", "2",
+                  "--eval_episodes", "1", "--out", str(out)])
     assert "success rate: behaviour cloning" in stdout
     result = json.loads(out.read_text())
     assert result["demos"]["collected"] == 2
     assert set(result["eval_success_rate"]) == {"behaviour_cloning", "random_policy"}
+
+
+def test_an_example_without_its_extra_says_what_to_install():
+    """stable-baselines3 made unimportable: the example stops with the pip command of its extras."""
+    hide_sb3 = ("import runpy, sys; sys.modules['stable_baselines3'] = None; sys.path.insert(0, 'examples'); "
+                "sys.argv = ['examples/sb3_ppo_reach.py']; runpy.run_path(sys.argv[0], run_name='__main__')")
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    done = subprocess.run([sys.executable, "-c", hide_sb3], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "needs 'stable_baselines3', which is not installed: pip install -e \".[examples,ecosystem]\"" in done.stderr

@@ -88,6 +88,13 @@ def dataset_features(config: EnvConfig, options: LeRobotOptions) -> dict[str, di
     return features
 
 
+def quiet_encoder_logs() -> None:
+    """SVT-AV1, LeRobot's default codec, prints a dozen `Svt[info]` lines per video on stderr; its level 1
+    keeps errors. Read when an encoder opens, so this holds for the writer process from here on; a
+    user's own SVT_LOG wins."""
+    os.environ.setdefault("SVT_LOG", "1")
+
+
 class LeRobotWriter:
     """Appends demos of one task to the LeRobot dataset at {root}/{task}, creating it or resuming it (after
     rolling back what a crashed writer left, see the module's docstring).
@@ -97,6 +104,7 @@ class LeRobotWriter:
     """
 
     def __init__(self, root: str | os.PathLike, config: EnvConfig, options: LeRobotOptions = LeRobotOptions()):
+        quiet_encoder_logs()
         try:
             from lerobot.datasets.lerobot_dataset import LeRobotDataset
         except ImportError as error:  # the optional extra is missing
