@@ -62,7 +62,7 @@ def _evaluate(nodes: wp.array2d(dtype=int), sizes: wp.array(dtype=wp.vec3), chil
     world = wp.tid()
     for n in range(nodes.shape[0]):
         kind = nodes[n, 0]
-        met = 0
+        met = wp.int32(0)
         if kind == 0:  # DETECTED
             point = xpos[world, nodes[n, 1]]
             if nodes[n, 2] != 0:
@@ -81,14 +81,14 @@ def _evaluate(nodes: wp.array2d(dtype=int), sizes: wp.array(dtype=wp.vec3), chil
         elif kind == 2:  # GRASPED
             met = _grasped(touching, world, nodes[n, 1])
         elif kind == 3:  # NOTHING_GRASPED
-            grasps = 0
+            grasps = wp.int32(0)
             for body in range(touching.shape[1]):
                 grasps += _grasped(touching, world, body)
             met = int(grasps == 0)
         elif kind == 4 or kind == 5:  # ALL, ANY
             first = nodes[n, 1]
             count = nodes[n, 2]
-            found = 0  # children met
+            found = wp.int32(0)  # children met
             for c in range(count):
                 found += values[world, children[first + c]]
             if kind == 4:
