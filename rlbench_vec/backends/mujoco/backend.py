@@ -194,13 +194,15 @@ class MujocoBackend(Backend):
         demos = []
         for _ in range(amount):
             for _ in range(DEMO_ATTEMPTS):
-                demo = self._record_demo(int(seeds.integers(2**31)), spec, options)
+                demo = self.record_demo(int(seeds.integers(2**31)), spec, options)
                 if demo.success:
                     break
             demos.append(demo)
         return demos
 
-    def _record_demo(self, seed: int, spec: Mapping[str, Any], options: Mapping[str, Any] | None) -> Demo:
+    def record_demo(self, seed: int, spec: Mapping[str, Any], options: Mapping[str, Any] | None) -> Demo:
+        """One oracle demo of the episode `seed` starts, observed in `spec`'s layout, without retrying
+        (get_demos retries; benchmarks/task_oracles.py measures the oracles with this)."""
         info = self.reset(seed, options)
         frames, success = [self._observe(spec)], False
         actions: list[np.ndarray] = []
