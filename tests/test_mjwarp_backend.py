@@ -184,7 +184,7 @@ def test_the_other_tasks_match_their_state_and_succeed(task):
     sim.reset(seeds=seeds)
     state = sim.observe()["task_low_dim_state"].cpu().numpy()
     for world, seed in enumerate(seeds):
-        np.testing.assert_allclose(state[world], reference(cfg, seed).task.low_dim_state(), atol=1e-5)
+        np.testing.assert_allclose(state[world], reference(cfg, seed).low_dim_state(), atol=1e-5)
     assert drive_oracles(sim, cfg, seeds).tolist() == [1.0, 1.0]
 
 
@@ -253,7 +253,7 @@ def test_a_constraint_overflow_ends_only_that_worlds_episode():
     still = np.zeros((2, 8), np.float32)
     still[:, -1] = 1.0
     assert sim.step(still).fault.cpu().numpy().tolist() == [0, 0]
-    block, other = sim.host.task.qpos_adr[:2]
+    block, other = (sim.host.world.qpos_adr(name) for name in ("block", "distractor0"))
     qpos = sim.d.qpos.numpy()
     qpos[1, block:block + 3] = qpos[1, other:other + 3] + [0.03, 0.0, 0.0]  # overlapping boxes
     sim.d.qpos.assign(qpos)
@@ -320,7 +320,7 @@ def test_one_worker_serves_the_mujoco_layout_through_every_call(make_env):
     obs, info = env.reset(seed=7)
     assert {k: (v.shape, v.dtype) for k, v in obs.items()} == {k: ((3, *s.shape), s.dtype) for k, s in spec.items()}
     for i in range(3):
-        np.testing.assert_allclose(obs["task_low_dim_state"][i], reference(mujoco_cfg, 7 + i).task.low_dim_state(),
+        np.testing.assert_allclose(obs["task_low_dim_state"][i], reference(mujoco_cfg, 7 + i).low_dim_state(),
                                    atol=1e-5)
     assert list(env.get_attr("variation")) == info["variation_index"].tolist()
 

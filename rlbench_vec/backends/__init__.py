@@ -30,6 +30,12 @@ def backend_class(name: str) -> type[Backend]:
     return importlib.import_module(_MODULES[name]).BACKEND
 
 
+def list_tasks(backend: str = "auto") -> list[str]:
+    """The task names (RLBench's, snake_case) `backend` runs: the embedded tasks for "mujoco" and
+    "mjwarp", the installed RLBench's for "rlbench"; empty for "synthetic", which takes any name."""
+    return backend_class(resolve_backend(backend)).task_names()
+
+
 @cache
 def resolve_backend(name: str) -> str:
     """'auto' -> 'rlbench' when rlbench is installed (found without importing it), else 'mujoco'."""

@@ -62,6 +62,11 @@ class Backend(ABC):
         """Length of task_low_dim_state for config.task, known without starting the simulator."""
 
     @classmethod
+    def task_names(cls) -> list[str]:
+        """The tasks this backend runs, by RLBench name (empty: any name, as the synthetic backend)."""
+        return []
+
+    @classmethod
     def default_low_dim(cls, config: EnvConfig) -> tuple[str, ...]:
         """The low-dim fields observed when the user names none."""
         return DEFAULT_LOW_DIM

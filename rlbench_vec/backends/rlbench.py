@@ -188,6 +188,10 @@ class RLBenchBackend(Backend):
             )
 
     @classmethod
+    def task_names(cls) -> list[str]:
+        return task_names()
+
+    @classmethod
     def task_state_size(cls, config: EnvConfig) -> int:
         """backend_options["task_state_size"], else the upstream length for the few tasks that define
         it in code (TASK_STATE_SIZES); for the others it depends on the task's scene file."""

@@ -14,6 +14,7 @@ from ...config import EnvConfig, integer
 from ...errors import ConfigError
 from ..base import Backend, EnvGroup
 from ..mujoco.backend import task_class
+from ..mujoco.tasks import TASKS
 from . import check_config, device_of, require
 
 OPTIONS = ("device", "nconmax", "njmax", "variation")  # backend_options this backend reads
@@ -54,7 +55,11 @@ class MjwarpBackend(Backend):
 
     @classmethod
     def task_state_size(cls, config: EnvConfig) -> int:
-        return task_class(config).state_size
+        return task_class(config).state_size()
+
+    @classmethod
+    def task_names(cls) -> list[str]:
+        return sorted(TASKS)
 
     @classmethod
     def envs_per_worker(cls, config: EnvConfig, num_envs: int, requested: int | None) -> int:

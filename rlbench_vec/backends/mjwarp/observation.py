@@ -179,9 +179,8 @@ class Observer:
     """Owns the observation arrays of every world (`arrays`: key -> warp array (num_worlds, ...))
     and fills them from the current MuJoCo Warp data with `observe`."""
 
-    def __init__(self, config: EnvConfig, mjm: Any, m: Any, d: Any, arm: Arm, task: BatchedTask,
-                 variation: wp.array, device: Any):
-        self.config, self.m, self.d, self.arm, self.task, self.variation = config, m, d, arm, task, variation
+    def __init__(self, config: EnvConfig, mjm: Any, m: Any, d: Any, arm: Arm, task: BatchedTask, device: Any):
+        self.config, self.m, self.d, self.arm, self.task = config, m, d, arm, task
         self.device = device
         n = d.nworld
         self.spec = observation_spec(config)
@@ -235,7 +234,7 @@ class Observer:
                 self.d.cam_xpos, self.d.cam_xmat, camera_id, self.arrays[f"{camera}_camera_extrinsics"]])
         state = self.arrays.get("task_low_dim_state")
         if state is not None:
-            self.task.low_dim_state(self.d, self.variation, state)
+            self.task.low_dim_state(self.d, state)
 
     def _cameras(self) -> None:
         m, d, rc, c = self.m, self.d, self.context, self.config

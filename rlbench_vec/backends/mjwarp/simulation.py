@@ -39,7 +39,7 @@ from .control import (
 from .episodes import EpisodeStarts, Options
 from .faults import count_contacts, detect_faults
 from .observation import Observer
-from .tasks import BATCHED_TASKS
+from .tasks import BatchedTask
 
 
 @dataclass(frozen=True)
@@ -126,9 +126,8 @@ class BatchedSimulation:
         self.arm = self._arm(host)
         self.controller = make_controller(num_worlds, self.device)
         self.episodes = EpisodeStarts(self.config, host, num_worlds, self.device, self.m.geom_rgba)
-        self.task = BATCHED_TASKS[self.config.task](host.task, num_worlds, self.device)
-        self.observer = Observer(self.config, host.model, self.m, self.d, self.arm, self.task,
-                                 self.episodes.variation, self.device)
+        self.task = BatchedTask(host, self.episodes, num_worlds, self.device)
+        self.observer = Observer(self.config, host.model, self.m, self.d, self.arm, self.task, self.device)
         self.spec = self.observer.spec  # per-world layout: rlbench_vec.spec.observation_spec of the mujoco backend
 
         zeros = self._zeros
@@ -205,6 +204,7 @@ class BatchedSimulation:
     def _reset_sequence(self) -> None:
         mjw.reset_data(self.m, self.d, self._reset_mask)
         self.episodes.restore(self._reset_mask, self.arm, self.controller, self.d)
+        self.task.restart(self._reset_mask)
         mjw.forward(self.m, self.d)
 
     def _begin_sequence(self, absolute: int | None = None) -> None:
@@ -245,7 +245,7 @@ class BatchedSimulation:
     def _finish_sequence(self) -> None:
         d, r = self.d, self._results
         mjw.forward(self.m, d)
-        self.task.success(d, self.episodes.variation, self._success)
+        self.task.success(d, self._success)
         wp.launch(finish_action, dim=self.num_worlds, device=self.device, inputs=[
             self.controller, self._active, self._success, r["reward"], r["terminated"], r["truncated"], r["fault"],
             r["error"], r["control_steps"], self._restore_mask])
@@ -255,6 +255,7 @@ class BatchedSimulation:
         self._finish_sequence()
         mjw.reset_data(self.m, self.d, self._restore_mask)
         self.episodes.restore(self._restore_mask, self.arm, self.controller, self.d)
+        self.task.restart(self._restore_mask)
         mjw.forward(self.m, self.d)
 
     # --- public API --------------------------------------------------------------------------------

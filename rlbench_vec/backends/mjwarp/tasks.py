@@ -1,7 +1,8 @@
-"""Success and task_low_dim_state of the embedded tasks for every world, as Warp kernels.
+"""A task declaration (backends/mujoco/tasks) on every world: success through the batched conditions
+(conditions.py) and task_low_dim_state from the declared terms, both for each world's variation.
 
-Ids and thresholds come from the host task of backends/mujoco/tasks.py, bound to the same compiled
-model; only the arithmetic of its `success` and `low_dim_state` is restated here, per world.
+Nothing per task: ids come from the host model the device model was put from, so a new task module
+runs here as declared.
 """
 
 from __future__ import annotations
@@ -11,163 +12,76 @@ from typing import Any
 import numpy as np
 import warp as wp
 
-from ..mujoco.tasks import OpenDrawer, PickAndLift, ReachTarget, Task
+from ..mujoco.simulation import Simulation
+from .conditions import BatchedConditions
+from .episodes import EpisodeStarts
 
-
-def _ids(values, device) -> wp.array:
-    return wp.array(np.asarray(values, dtype=np.int32), dtype=int, device=device)
+KINDS = ("body_position", "body_quat", "site_position", "geom_position", "joint_position")
 
 
 @wp.kernel
-def _reach_success(site_xpos: wp.array2d(dtype=wp.vec3), mocap_pos: wp.array2d(dtype=wp.vec3), tcp: int,
-                   target: int, distance: float, success: wp.array(dtype=int)):
+def _low_dim_state(kinds: wp.array2d(dtype=int), ids: wp.array2d(dtype=int), offsets: wp.array(dtype=int),
+                   variation: wp.array(dtype=int), xpos: wp.array2d(dtype=wp.vec3), xquat: wp.array2d(dtype=wp.quat),
+                   site_xpos: wp.array2d(dtype=wp.vec3), geom_xpos: wp.array2d(dtype=wp.vec3),
+                   qpos: wp.array2d(dtype=float), state: wp.array2d(dtype=wp.float64)):
+    """Each term of the world's variation at its offset: positions xyz, body quaternions xyzw (MuJoCo
+    stores wxyz), joint positions."""
     world = wp.tid()
-    success[world] = int(wp.length(site_xpos[world, tcp] - mocap_pos[world, target]) < distance)
-
-
-@wp.kernel
-def _mocap_positions(mocap_pos: wp.array2d(dtype=wp.vec3), mocaps: wp.array(dtype=int),
-                     state: wp.array2d(dtype=wp.float64)):
-    world = wp.tid()
-    for k in range(mocaps.shape[0]):
-        p = mocap_pos[world, mocaps[k]]
-        for i in range(3):
-            state[world, 3 * k + i] = wp.float64(p[i])
-
-
-@wp.kernel
-def _pads_touching(nacon: wp.array(dtype=int), geom: wp.array(dtype=wp.vec2i), worldid: wp.array(dtype=int),
-                   block: int, pads: wp.array(dtype=int), touching: wp.array2d(dtype=int)):
-    """touching[world, k] = 1 where a contact joins the block and finger pad k (zeroed before)."""
-    i = wp.tid()
-    if i >= nacon[0]:
-        return
-    pair = geom[i]
-    other = wp.int32(-1)
-    if pair[0] == block:
-        other = pair[1]
-    elif pair[1] == block:
-        other = pair[0]
-    for k in range(pads.shape[0]):
-        if other == pads[k]:
-            touching[worldid[i], k] = 1
-
-
-@wp.kernel
-def _lift_success(xpos: wp.array2d(dtype=wp.vec3), mocap_pos: wp.array2d(dtype=wp.vec3), block: int,
-                  target: int, distance: float, touching: wp.array2d(dtype=int), success: wp.array(dtype=int)):
-    world = wp.tid()
-    grasped = wp.bool(True)
-    for k in range(touching.shape[1]):
-        if touching[world, k] == 0:
-            grasped = False
-    near = wp.length(xpos[world, block] - mocap_pos[world, target]) < distance
-    success[world] = int(near and grasped)
-
-
-@wp.kernel
-def _lift_state(xpos: wp.array2d(dtype=wp.vec3), xquat: wp.array2d(dtype=wp.quat),
-                mocap_pos: wp.array2d(dtype=wp.vec3), qpos: wp.array2d(dtype=float), block: int, target: int,
-                distractor_adr: wp.array(dtype=int), state: wp.array2d(dtype=wp.float64)):
-    """Block xyz + quaternion xyzw (MuJoCo stores wxyz), target xyz, the distractors' xyz."""
-    world = wp.tid()
-    p = xpos[world, block]
-    q = xquat[world, block]
-    t = mocap_pos[world, target]
-    for i in range(3):
-        state[world, i] = wp.float64(p[i])
-        state[world, 3 + i] = wp.float64(q[1 + i])
-        state[world, 7 + i] = wp.float64(t[i])
-    state[world, 6] = wp.float64(q[0])
-    for k in range(distractor_adr.shape[0]):
-        for i in range(3):
-            state[world, 10 + 3 * k + i] = wp.float64(qpos[world, distractor_adr[k] + i])
-
-
-@wp.kernel
-def _drawer_success(qpos: wp.array2d(dtype=float), joint_adr: wp.array(dtype=int), variation: wp.array(dtype=int),
-                    opening: float, success: wp.array(dtype=int)):
-    world = wp.tid()
-    success[world] = int(qpos[world, joint_adr[variation[world]]] > opening)
-
-
-@wp.kernel
-def _drawer_state(geom_xpos: wp.array2d(dtype=wp.vec3), qpos: wp.array2d(dtype=float),
-                  handles: wp.array(dtype=int), joint_adr: wp.array(dtype=int), variation: wp.array(dtype=int),
-                  state: wp.array2d(dtype=wp.float64)):
-    """The chosen drawer's handle xyz, then every drawer's opening."""
-    world = wp.tid()
-    handle = geom_xpos[world, handles[variation[world]]]
-    for i in range(3):
-        state[world, i] = wp.float64(handle[i])
-    for k in range(joint_adr.shape[0]):
-        state[world, 3 + k] = wp.float64(qpos[world, joint_adr[k]])
+    v = variation[world]
+    for t in range(kinds.shape[1]):
+        kind = kinds[v, t]
+        i = ids[v, t]
+        o = offsets[t]
+        if kind == 1:
+            q = xquat[world, i]
+            for k in range(3):
+                state[world, o + k] = wp.float64(q[1 + k])
+            state[world, o + 3] = wp.float64(q[0])
+        elif kind == 4:
+            state[world, o] = wp.float64(qpos[world, i])
+        else:
+            p = xpos[world, i]
+            if kind == 2:
+                p = site_xpos[world, i]
+            elif kind == 3:
+                p = geom_xpos[world, i]
+            for k in range(3):
+                state[world, o + k] = wp.float64(p[k])
 
 
 class BatchedTask:
-    """A task's per-world success (int32 0/1) and low-dim state (float64), computed on the device
-    from MuJoCo Warp data after forward kinematics and collision."""
+    """The host simulation's task on `num_worlds` worlds; `episodes` holds each world's start and variation."""
 
-    def __init__(self, task: Task, num_worlds: int, device: Any):
-        self.task = task
-        self.device = device
+    def __init__(self, host: Simulation, episodes: EpisodeStarts, num_worlds: int, device: Any):
+        task, model, self.device, self.episodes = host.task, host.model, device, episodes
+        variations = range(task.variation_count)
+        self.conditions = BatchedConditions(model, [task.success(v) for v in variations], num_worlds, device)
+        terms = [task.low_dim_state(v) for v in variations]
+        sizes = [term.size for term in terms[0]]
+        if any([term.size for term in row] != sizes for row in terms):
+            raise ValueError(f"{task.name}: low_dim_state must give the same sizes for every variation")
+        lookup = {"body_position": model.body, "body_quat": model.body, "site_position": model.site,
+                  "geom_position": model.geom}
 
-    def success(self, d: Any, variation: wp.array, out: wp.array) -> None:
-        raise NotImplementedError
+        def term_id(kind: str, name: str) -> int:
+            return int(model.joint(name).qposadr[0]) if kind == "joint_position" else lookup[kind](name).id
 
-    def low_dim_state(self, d: Any, variation: wp.array, out: wp.array) -> None:
-        raise NotImplementedError
+        def ints(values: Any) -> wp.array:
+            return wp.array(np.asarray(values, np.int32), dtype=int, device=device)
 
+        self.kinds = ints([[KINDS.index(term.kind) for term in row] for row in terms])
+        self.ids = ints([[term_id(term.kind, term.name) for term in row] for row in terms])
+        self.offsets = ints(np.cumsum([0, *sizes[:-1]]))
 
-class BatchedReachTarget(BatchedTask):
-    def __init__(self, task: ReachTarget, num_worlds: int, device: Any):
-        super().__init__(task, num_worlds, device)
-        self.mocaps = _ids(task.mocap, device)
+    def success(self, d: Any, out: wp.array) -> None:
+        """out[world] = 1 where the world's episode succeeded (after forward and collision)."""
+        self.conditions.evaluate(d, self.episodes.on_device["qpos"], self.episodes.variation, out)
 
-    def success(self, d, variation, out):
-        wp.launch(_reach_success, dim=d.nworld, device=self.device, inputs=[
-            d.site_xpos, d.mocap_pos, self.task.tcp_site, self.task.mocap[0], ReachTarget.SUCCESS_DISTANCE, out])
+    def low_dim_state(self, d: Any, out: wp.array) -> None:
+        wp.launch(_low_dim_state, dim=d.nworld, device=self.device, inputs=[
+            self.kinds, self.ids, self.offsets, self.episodes.variation, d.xpos, d.xquat, d.site_xpos, d.geom_xpos,
+            d.qpos, out])
 
-    def low_dim_state(self, d, variation, out):
-        wp.launch(_mocap_positions, dim=d.nworld, device=self.device, inputs=[d.mocap_pos, self.mocaps, out])
-
-
-class BatchedPickAndLift(BatchedTask):
-    def __init__(self, task: PickAndLift, num_worlds: int, device: Any):
-        super().__init__(task, num_worlds, device)
-        self.pads = _ids(sorted(task.pads), device)
-        self.distractors = _ids(task.qpos_adr[1:], device)
-        self.touching = wp.zeros((num_worlds, self.pads.shape[0]), dtype=int, device=device)
-
-    def success(self, d, variation, out):
-        self.touching.zero_()
-        wp.launch(_pads_touching, dim=d.naconmax, device=self.device, inputs=[
-            d.nacon, d.contact.geom, d.contact.worldid, self.task.block_geom, self.pads, self.touching])
-        wp.launch(_lift_success, dim=d.nworld, device=self.device, inputs=[
-            d.xpos, d.mocap_pos, self.task.block_body, self.task.target_mocap, PickAndLift.SUCCESS_DISTANCE,
-            self.touching, out])
-
-    def low_dim_state(self, d, variation, out):
-        wp.launch(_lift_state, dim=d.nworld, device=self.device, inputs=[
-            d.xpos, d.xquat, d.mocap_pos, d.qpos, self.task.block_body, self.task.target_mocap, self.distractors,
-            out])
-
-
-class BatchedOpenDrawer(BatchedTask):
-    def __init__(self, task: OpenDrawer, num_worlds: int, device: Any):
-        super().__init__(task, num_worlds, device)
-        self.joints = _ids(task.joint_adr, device)
-        self.handles = _ids(task.handle_geoms, device)
-
-    def success(self, d, variation, out):
-        wp.launch(_drawer_success, dim=d.nworld, device=self.device, inputs=[
-            d.qpos, self.joints, variation, OpenDrawer.SUCCESS_OPENING, out])
-
-    def low_dim_state(self, d, variation, out):
-        wp.launch(_drawer_state, dim=d.nworld, device=self.device, inputs=[
-            d.geom_xpos, d.qpos, self.handles, self.joints, variation, out])
-
-
-BATCHED_TASKS: dict[str, type[BatchedTask]] = {
-    ReachTarget.name: BatchedReachTarget, PickAndLift.name: BatchedPickAndLift, OpenDrawer.name: BatchedOpenDrawer,
-}
+    def restart(self, mask: wp.array) -> None:
+        """The masked worlds start their episodes again (reset or restored after a fault)."""
+        self.conditions.restart(mask)

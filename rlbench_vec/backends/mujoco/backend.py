@@ -11,7 +11,6 @@ MuJoCo reads MUJOCO_GL when it is first imported, so this module imports it only
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -24,7 +23,7 @@ from ...config import EnvConfig
 from ...errors import BackendUnavailableError, ConfigError
 from ..base import Backend, BackendGroup, Demo, EnvGroup, StepResult, failure
 from .scene import offscreen_size
-from .tasks import TASKS, Task
+from .tasks import TASKS, Task, find_task
 
 RENDERERS = ("egl", "osmesa", "glfw")
 OPTIONS = ("variation",)
@@ -85,14 +84,7 @@ def use_renderer(config: EnvConfig) -> None:
 
 
 def task_class(config: EnvConfig) -> type[Task]:
-    task = TASKS.get(config.task)
-    if task is None:
-        close = difflib.get_close_matches(config.task, TASKS, n=3)
-        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise ConfigError(
-            f"unknown task {config.task!r} for the mujoco backend.{hint} Available: {', '.join(TASKS)}."
-        )
-    return task
+    return find_task(config.task, config.backend if config.backend in ("mujoco", "mjwarp") else "mujoco")
 
 
 def _check_variation(task: type[Task], variation: Any, where: str) -> int:
@@ -142,7 +134,11 @@ class MujocoBackend(Backend):
 
     @classmethod
     def task_state_size(cls, config: EnvConfig) -> int:
-        return task_class(config).state_size
+        return task_class(config).state_size()
+
+    @classmethod
+    def task_names(cls) -> list[str]:
+        return sorted(TASKS)
 
     @classmethod
     def needs_display(cls, config: EnvConfig) -> bool:
@@ -198,13 +194,15 @@ class MujocoBackend(Backend):
         demos = []
         for _ in range(amount):
             for _ in range(DEMO_ATTEMPTS):
-                demo = self._record_demo(int(seeds.integers(2**31)), spec, options)
+                demo = self.record_demo(int(seeds.integers(2**31)), spec, options)
                 if demo.success:
                     break
             demos.append(demo)
         return demos
 
-    def _record_demo(self, seed: int, spec: Mapping[str, Any], options: Mapping[str, Any] | None) -> Demo:
+    def record_demo(self, seed: int, spec: Mapping[str, Any], options: Mapping[str, Any] | None) -> Demo:
+        """One oracle demo of the episode `seed` starts, observed in `spec`'s layout, without retrying
+        (get_demos retries; benchmarks/task_oracles.py measures the oracles with this)."""
         info = self.reset(seed, options)
         frames, success = [self._observe(spec)], False
         actions: list[np.ndarray] = []

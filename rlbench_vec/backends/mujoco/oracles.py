@@ -1,7 +1,5 @@
-"""Scripted oracles: privileged-state solutions of each task, as examples and to make demos.
-
-An oracle is a list of TCP waypoints (pose + gripper state), planned from the episode's initial
-state. `oracle_actions` turns them into actions of the env's action mode:
+"""Scripted oracles: a task's waypoints (its `oracle`, planned from the episode's first state with
+privileged information) turned into actions of the env's action mode, to make demos:
   ik           one pose action per waypoint (straight segments split into 3 cm pieces);
   planning     one pose action per waypoint (the mode moves in straight lines itself);
   joint modes  IK to each waypoint, then joint actions until the arm is there.
@@ -10,82 +8,19 @@ state. `oracle_actions` turns them into actions of the env's action mode:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from .actions import ActionExecutor
-from .geometry import frame_quat, mat_to_quat, yaw_rotation
 from .robot import CONTROL_DT, PATH_ACCELERATION, Panda, line_duration
 from .scene import FINGER_MAX
-from .tasks import OpenDrawer, PickAndLift, ReachTarget, Task
+from .tasks.base import Waypoint
 
 IK_SEGMENT = 0.03  # metres: straight moves in ik mode are split into pieces this long
 JOINT_TOLERANCE = 0.003  # rad: a joint-space oracle moves on when every joint is this close to a waypoint
 PASSING_TOLERANCE = 0.03  # rad: ... or this close to a point on the way to one (so it does not stop there)
 MAX_ACTIONS_PER_WAYPOINT = 60
-
-
-@dataclass
-class Waypoint:
-    position: np.ndarray
-    quat: np.ndarray  # (w, x, y, z)
-    gripper_open: bool
-    straight: bool = False  # the TCP must move in a straight line to get here (e.g. pulling a drawer)
-
-
-def top_down_quat(yaw: float) -> np.ndarray:
-    """The gripper pointing straight down, fingers closing along the direction `yaw` + 90 degrees."""
-    return mat_to_quat(yaw_rotation(yaw) @ np.diag([1.0, -1.0, -1.0]))
-
-
-def reach_target(task: ReachTarget, panda: Panda) -> list[Waypoint]:
-    _, quat, _ = panda.tcp_pose()
-    return [Waypoint(task.target_position.copy(), quat, True)]
-
-
-def pick_and_lift(task: PickAndLift, panda: Panda) -> list[Waypoint]:
-    block = task.block_position.copy()
-    # A cube looks the same every 90 degrees: grasp at the equivalent yaw closest to the gripper's.
-    w, z = task.block_quat[0], task.block_quat[3]
-    yaw = (2 * math.atan2(z, w) + math.pi / 4) % (math.pi / 2) - math.pi / 4
-    quat = top_down_quat(yaw)
-    above = block + [0, 0, 0.12]
-    target = task.target_position.copy()
-    lifted = np.array([block[0], block[1], target[2]])
-    return [
-        Waypoint(above, quat, True),
-        Waypoint(block, quat, True, straight=True),
-        Waypoint(block, quat, False),
-        Waypoint(lifted, quat, False, straight=True),
-        Waypoint(target, quat, False, straight=True),
-    ]
-
-
-def open_drawer(task: OpenDrawer, panda: Panda) -> list[Waypoint]:
-    pull = task.pull_direction
-    handle = task.handle_position.copy()
-    # Approach into the cabinet pitched 45 degrees down (a horizontal gripper is out of the Panda's
-    # reach at these heights), fingers closing across the horizontal bar.
-    pitch = math.radians(45)
-    approach = -math.cos(pitch) * pull + [0.0, 0.0, -math.sin(pitch)]
-    finger_axis = -math.sin(pitch) * pull + [0.0, 0.0, math.cos(pitch)]
-    quat = frame_quat(np.cross(finger_axis, approach), finger_axis)
-    return [
-        Waypoint(handle - 0.12 * approach, quat, True),
-        Waypoint(handle, quat, True, straight=True),
-        Waypoint(handle, quat, False),
-        Waypoint(handle + 0.22 * pull, quat, False, straight=True),
-    ]
-
-
-ORACLES: dict[str, Callable[[Any, Panda], list[Waypoint]]] = {  # each takes its own Task subclass
-    "reach_target": reach_target,
-    "pick_and_lift": pick_and_lift,
-    "open_drawer": open_drawer,
-}
 
 
 def _gripper_value(executor: ActionExecutor, is_open: bool) -> float:
@@ -112,10 +47,10 @@ def _braking_velocity(delta: np.ndarray) -> np.ndarray:
     return delta / duration * speed
 
 
-def oracle_actions(task: Task, panda: Panda, executor: ActionExecutor) -> Iterator[np.ndarray]:
-    """Actions (float32) solving the current episode; the caller steps each before asking for the next."""
+def oracle_actions(waypoints: Sequence[Waypoint], panda: Panda, executor: ActionExecutor) -> Iterator[np.ndarray]:
+    """Actions (float32) through the waypoints; the caller steps each before asking for the next."""
     config = executor.config
-    for waypoint in ORACLES[task.name](task, panda):
+    for waypoint in waypoints:
         gripper = _gripper_value(executor, waypoint.gripper_open)
         moved = False
         targets = _pose_targets(panda, waypoint, split=config.arm_mode != "planning")

@@ -19,7 +19,9 @@ from .oracles import oracle_actions
 from .renderer import CameraRenderer
 from .robot import Panda
 from .scene import CAMERA_FAR, CAMERA_NEAR, Scene, offscreen_size
-from .tasks import TASKS
+from .success import SuccessEvaluator
+from .tasks import find_task
+from .world import World
 
 COPPELIA_CAMERA_AXES = np.diag([-1.0, 1.0, -1.0])  # MuJoCo camera frame -> CoppeliaSim vision sensor frame
 
@@ -30,12 +32,14 @@ class Simulation:
 
     def __init__(self, config: EnvConfig, renderer: CameraRenderer | None = None, envs: int = 1):
         self.config = config
-        self.task = TASKS[config.task]()
+        self.task = find_task(config.task, config.backend)()
         scene = Scene(offscreen_size(len(config.cameras), config.width, config.height, config.modalities, envs))
         self.task.build(scene)
         self.model = mujoco.MjModel.from_xml_string(scene.to_xml())
         self.data = mujoco.MjData(self.model)
-        self.task.bind(self.model, self.data)
+        self.world = World(self.model, self.data)
+        self.success = SuccessEvaluator(self.world)
+        self.variation = 0
         self.panda = Panda(self.model, self.data)
         self.executor = ActionExecutor(config, self.panda)
         self.renderer = renderer
@@ -50,7 +54,7 @@ class Simulation:
             "gripper_pose": self._gripper_pose,
             "gripper_matrix": self._gripper_matrix,
             "gripper_joint_positions": lambda: self.panda.finger_qpos,
-            "task_low_dim_state": self.task.low_dim_state,
+            "task_low_dim_state": self.low_dim_state,
         }
         if config.misc:
             for camera in config.cameras:
@@ -68,8 +72,10 @@ class Simulation:
     def reset(self, variation: int, rng: np.random.Generator) -> None:
         mujoco.mj_resetData(self.model, self.data)
         self.panda.reset()
-        self.task.init_episode(variation, rng)
+        self.variation = variation
+        self.task.init_episode(self.world, variation, rng)
         mujoco.mj_forward(self.model, self.data)
+        self.success.start(self.task.success(variation))
 
     def act(self, action: np.ndarray) -> StepResult:
         """Execute one action: reward 1 and termination on success; an invalid action ends the episode."""
@@ -78,12 +84,15 @@ class Simulation:
         except InvalidAction as error:
             return StepResult(0.0, True, {"error": f"InvalidActionError: {error}"})
         mujoco.mj_forward(self.model, self.data)  # positions, sites and contacts of the new state
-        success = self.task.success()
+        success = self.success.met()
         return StepResult(float(success), success)
 
     def oracle_actions(self) -> Iterator[np.ndarray]:
         """The scripted solution of the current episode, one action at a time (see oracles.py)."""
-        return oracle_actions(self.task, self.panda, self.executor)
+        return oracle_actions(self.task.oracle(self.world, self.variation), self.panda, self.executor)
+
+    def low_dim_state(self) -> np.ndarray:
+        return self.world.state(self.task.low_dim_state(self.variation))
 
     def _gripper_pose(self) -> np.ndarray:
         position, quat, _ = self.panda.tcp_pose()

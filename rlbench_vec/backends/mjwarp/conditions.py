@@ -1,0 +1,185 @@
+"""RLBench's success conditions (backends/mujoco/tasks/conditions.py) for every world in one kernel.
+
+The conditions of every variation are flattened into one node list, children before their parent
+(equal sub-conditions shared); a world evaluates every node in order and its success is the node of
+its variation's root. Semantics as backends/mujoco/success.py (tests/test_conditions.py checks both on
+the same states): an ordered ConditionSet keeps per-world progress, cleared when the world's episode
+starts; JointCondition measures from the world's episode start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import warp as wp
+
+from ..mujoco.tasks.conditions import (
+    Condition,
+    ConditionSet,
+    DetectedCondition,
+    GraspedCondition,
+    JointCondition,
+    NothingGrasped,
+    OrConditions,
+    check_condition,
+)
+from ..mujoco.world import PADS, SPHERE
+
+DETECTED, JOINT, GRASPED, NOTHING_GRASPED, ALL, ANY, ORDERED = range(7)
+# Node columns: kind, then (DETECTED) object id, object is a site, region site, region is a sphere,
+# negated; (JOINT) qpos address; (GRASPED) body id; (sets) first entry in `children`, child count.
+COLUMNS = 6
+
+
+@wp.kernel
+def _pad_contacts(nacon: wp.array(dtype=int), geom: wp.array(dtype=wp.vec2i), worldid: wp.array(dtype=int),
+                  geom_bodyid: wp.array(dtype=int), pads: wp.array(dtype=int), touching: wp.array3d(dtype=int)):
+    """touching[world, body, k] = 1 where finger pad k touches a geom of `body` (zeroed before)."""
+    i = wp.tid()
+    if i >= nacon[0]:
+        return
+    pair = geom[i]
+    for k in range(2):
+        if pair[0] == pads[k]:
+            touching[worldid[i], geom_bodyid[pair[1]], k] = 1
+        elif pair[1] == pads[k]:
+            touching[worldid[i], geom_bodyid[pair[0]], k] = 1
+
+
+@wp.func
+def _grasped(touching: wp.array3d(dtype=int), world: int, body: int) -> int:
+    return touching[world, body, 0] * touching[world, body, 1]
+
+
+@wp.kernel
+def _evaluate(nodes: wp.array2d(dtype=int), sizes: wp.array(dtype=wp.vec3), children: wp.array(dtype=int),
+              roots: wp.array(dtype=int), variation: wp.array(dtype=int), xpos: wp.array2d(dtype=wp.vec3),
+              site_xpos: wp.array2d(dtype=wp.vec3), site_xmat: wp.array2d(dtype=wp.mat33),
+              qpos: wp.array2d(dtype=float), start_qpos: wp.array2d(dtype=float), touching: wp.array3d(dtype=int),
+              progress: wp.array2d(dtype=int), values: wp.array2d(dtype=int), success: wp.array(dtype=int)):
+    world = wp.tid()
+    for n in range(nodes.shape[0]):
+        kind = nodes[n, 0]
+        met = wp.int32(0)
+        if kind == 0:  # DETECTED
+            point = xpos[world, nodes[n, 1]]
+            if nodes[n, 2] != 0:
+                point = site_xpos[world, nodes[n, 1]]
+            local = wp.mul(wp.transpose(site_xmat[world, nodes[n, 3]]), point - site_xpos[world, nodes[n, 3]])
+            size = sizes[n]
+            if nodes[n, 4] != 0:
+                met = int(wp.length(local) < size[0])
+            else:
+                met = int(wp.abs(local[0]) < size[0] and wp.abs(local[1]) < size[1] and wp.abs(local[2]) < size[2])
+            if nodes[n, 5] != 0:
+                met = 1 - met
+        elif kind == 1:  # JOINT
+            adr = nodes[n, 1]
+            met = int(wp.abs(qpos[world, adr] - start_qpos[world, adr]) > sizes[n][0])
+        elif kind == 2:  # GRASPED
+            met = _grasped(touching, world, nodes[n, 1])
+        elif kind == 3:  # NOTHING_GRASPED
+            grasps = wp.int32(0)
+            for body in range(touching.shape[1]):
+                grasps += _grasped(touching, world, body)
+            met = int(grasps == 0)
+        elif kind == 4 or kind == 5:  # ALL, ANY
+            first = nodes[n, 1]
+            count = nodes[n, 2]
+            found = wp.int32(0)  # children met
+            for c in range(count):
+                found += values[world, children[first + c]]
+            if kind == 4:
+                met = int(found == count)
+            else:
+                met = int(found > 0)
+        else:  # ORDERED
+            first = nodes[n, 1]
+            count = nodes[n, 2]
+            done = progress[world, n]
+            while done < count and values[world, children[first + done]] != 0:
+                done += 1
+            progress[world, n] = done
+            met = int(done >= count)
+        values[world, n] = met
+    success[world] = values[world, roots[variation[world]]]
+
+
+@wp.kernel
+def _clear_progress(mask: wp.array(dtype=bool), progress: wp.array2d(dtype=int)):
+    world, n = wp.tid()
+    if mask[world]:
+        progress[world, n] = 0
+
+
+class BatchedConditions:
+    """The success of every world: `conditions[v]` is variation v's condition; `model` the host MjModel
+    the names are looked up in (the device model is put from it)."""
+
+    def __init__(self, model: Any, conditions: Sequence[Condition], num_worlds: int, device: Any):
+        self.model, self.device = model, device
+        self.rows: list[list[int]] = []
+        self.sizes: list[tuple[float, float, float]] = []
+        self.children: list[int] = []
+        self.index: dict[Condition, int] = {}
+        roots = [self._add(check_condition(condition)) for condition in conditions]
+
+        def ids(values: Any, dtype: Any = int) -> wp.array:
+            return wp.array(np.asarray(values, np.int32), dtype=dtype, device=device)
+
+        self.nodes = ids(np.array(self.rows, np.int32).reshape(-1, COLUMNS))
+        self.node_sizes = wp.array(np.array(self.sizes, np.float32).reshape(-1, 3), dtype=wp.vec3, device=device)
+        self.child_list = ids(self.children or [0])
+        self.roots = ids(roots)
+        self.pads = ids([model.geom(name).id for name in PADS])
+        self.geom_bodyid = ids(model.geom_bodyid)
+        self.touching = wp.zeros((num_worlds, model.nbody, 2), dtype=int, device=device)
+        self.progress = wp.zeros((num_worlds, len(self.rows)), dtype=int, device=device)
+        self.values = wp.zeros((num_worlds, len(self.rows)), dtype=int, device=device)
+
+    def _add(self, condition: Condition) -> int:
+        """The node of `condition`, appended after its children unless an equal one exists."""
+        if condition in self.index:
+            return self.index[condition]
+        row, size = [0] * COLUMNS, (0.0, 0.0, 0.0)
+        m = self.model
+        if isinstance(condition, (ConditionSet, OrConditions)):
+            nodes = [self._add(child) for child in condition.conditions]
+            ordered = isinstance(condition, ConditionSet) and condition.order_matters
+            row[:3] = [ORDERED if ordered else ANY if isinstance(condition, OrConditions) else ALL,
+                       len(self.children), len(nodes)]
+            self.children.extend(nodes)
+        elif isinstance(condition, DetectedCondition):
+            is_site = condition.obj not in {m.body(i).name for i in range(m.nbody)}
+            obj = m.site(condition.obj).id if is_site else m.body(condition.obj).id
+            region = m.site(condition.region)
+            sphere = int(m.site_type[region.id]) == SPHERE
+            row = [DETECTED, obj, int(is_site), region.id, int(sphere), int(condition.negated)]
+            size = tuple(float(v) for v in m.site_size[region.id])
+        elif isinstance(condition, JointCondition):
+            row[:2] = [JOINT, int(m.joint(condition.joint).qposadr[0])]
+            size = (float(condition.position), 0.0, 0.0)
+        elif isinstance(condition, GraspedCondition):
+            row[:2] = [GRASPED, m.body(condition.obj).id]
+        else:
+            assert isinstance(condition, NothingGrasped)
+            row[0] = NOTHING_GRASPED
+        self.rows.append(row)
+        self.sizes.append(size)
+        self.index[condition] = len(self.rows) - 1
+        return len(self.rows) - 1
+
+    def evaluate(self, d: Any, start_qpos: wp.array, variation: wp.array, out: wp.array) -> None:
+        """out[world] = 1 where the world's variation's condition is met (after forward and collision)."""
+        self.touching.zero_()
+        wp.launch(_pad_contacts, dim=d.naconmax, device=self.device, inputs=[
+            d.nacon, d.contact.geom, d.contact.worldid, self.geom_bodyid, self.pads, self.touching])
+        wp.launch(_evaluate, dim=d.nworld, device=self.device, inputs=[
+            self.nodes, self.node_sizes, self.child_list, self.roots, variation, d.xpos, d.site_xpos, d.site_xmat,
+            d.qpos, start_qpos, self.touching, self.progress, self.values, out])
+
+    def restart(self, mask: wp.array) -> None:
+        """The masked worlds start new episodes: their ordered sets start from nothing met."""
+        wp.launch(_clear_progress, dim=self.progress.shape, device=self.device, inputs=[mask, self.progress])

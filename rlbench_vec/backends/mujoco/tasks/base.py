@@ -1,0 +1,157 @@
+"""What a task module declares (one subclass of `Task`, exported as `TASK`), and the `World` it is
+given to randomise episodes and plan its oracle.
+
+Pure Python: the main process imports every task module for names, variation counts and state sizes
+without MuJoCo. Both embedded backends run the same declaration: `mujoco` through
+backends/mujoco/world.py and success.py, `mjwarp` by drawing episodes with the same code on the host
+and evaluating `success` and `low_dim_state` in batched kernels (backends/mjwarp/tasks.py), so a task
+needs no mjwarp code of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+from ..geometry import mat_to_quat, yaw_rotation
+from ..scene import Scene
+from .conditions import Condition
+
+# RLBench's colour list (rlbench/const.py): variations of the colour tasks index into it.
+COLORS = (
+    ("red", (1.0, 0.0, 0.0)), ("maroon", (0.5, 0.0, 0.0)), ("lime", (0.0, 1.0, 0.0)),
+    ("green", (0.0, 0.5, 0.0)), ("blue", (0.0, 0.0, 1.0)), ("navy", (0.0, 0.0, 0.5)),
+    ("yellow", (1.0, 1.0, 0.0)), ("cyan", (0.0, 1.0, 1.0)), ("magenta", (1.0, 0.0, 1.0)),
+    ("silver", (0.75, 0.75, 0.75)), ("gray", (0.5, 0.5, 0.5)), ("orange", (1.0, 0.5, 0.0)),
+    ("olive", (0.5, 0.5, 0.0)), ("purple", (0.5, 0.0, 0.5)), ("teal", (0.0, 0.5, 0.5)),
+    ("azure", (0.0, 0.5, 1.0)), ("violet", (0.5, 0.0, 1.0)), ("rose", (1.0, 0.0, 0.5)),
+    ("black", (0.0, 0.0, 0.0)), ("white", (1.0, 1.0, 1.0)),
+)
+
+STATE_SIZES = {"body_position": 3, "body_quat": 4, "site_position": 3, "geom_position": 3, "joint_position": 1}
+
+
+@dataclass(frozen=True)
+class StateTerm:
+    """One piece of task_low_dim_state: kind (a key of STATE_SIZES; body_quat is xyzw) of a named element."""
+
+    kind: str
+    name: str
+
+    @property
+    def size(self) -> int:
+        return STATE_SIZES[self.kind]
+
+
+def body_position(name: str) -> StateTerm:
+    return StateTerm("body_position", name)
+
+
+def body_quat(name: str) -> StateTerm:
+    return StateTerm("body_quat", name)
+
+
+def site_position(name: str) -> StateTerm:
+    return StateTerm("site_position", name)
+
+
+def geom_position(name: str) -> StateTerm:
+    return StateTerm("geom_position", name)
+
+
+def joint_position(name: str) -> StateTerm:
+    return StateTerm("joint_position", name)
+
+
+@dataclass
+class Waypoint:
+    """A tool-centre pose of an oracle: position, quaternion (w, x, y, z), gripper open or closed.
+    straight: the tool must move there in a straight line (e.g. pulling a drawer, pressing a button)."""
+
+    position: np.ndarray
+    quat: np.ndarray
+    gripper_open: bool
+    straight: bool = False
+
+
+class World(Protocol):
+    """One env's simulator state as a task sees it (backends/mujoco/world.py implements it). Positions
+    are world-frame metres, quaternions (w, x, y, z) as MuJoCo stores them."""
+
+    def position(self, body: str) -> np.ndarray: ...
+    def quat(self, body: str) -> np.ndarray: ...
+    def site_position(self, site: str) -> np.ndarray: ...
+    def geom_position(self, geom: str) -> np.ndarray: ...
+    def joint(self, joint: str) -> float: ...
+    def tcp_pose(self) -> tuple[np.ndarray, np.ndarray]: ...
+    def set_pose(self, body: str, position, quat=None) -> None: ...
+    def set_joint(self, joint: str, value: float) -> None: ...
+    def set_colour(self, geom: str, rgb) -> None: ...
+
+
+class Task:
+    """A task declaration. Subclasses set `name` (RLBench's snake_case name) and `variation_count`
+    (RLBench's), and implement every method below. Only what `init_episode` writes through the World
+    (poses of mocap and free bodies, joint positions, geom colours) may change between episodes: the
+    mjwarp backend copies exactly that to each world."""
+
+    name: ClassVar[str]
+    variation_count: ClassVar[int]
+
+    def build(self, scene: Scene) -> None:
+        """Add the task's bodies, joints and region sites to the MJCF scene (tasks/objects.py helps)."""
+        raise NotImplementedError
+
+    def descriptions(self, variation: int) -> list[str]:
+        """RLBench's descriptions of the variation (same meaning, first one first)."""
+        raise NotImplementedError
+
+    def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
+        """Place and colour the objects of a new episode; draw only from `rng` (seeded episodes)."""
+        raise NotImplementedError
+
+    def success(self, variation: int) -> Condition:
+        """RLBench's success conditions of the variation (tasks/conditions.py)."""
+        raise NotImplementedError
+
+    def low_dim_state(self, variation: int) -> tuple[StateTerm, ...]:
+        """task_low_dim_state, as terms; every variation must give the same sizes in the same order."""
+        raise NotImplementedError
+
+    def oracle(self, world: World, variation: int) -> list[Waypoint]:
+        """Tool waypoints solving the episode, planned from its first state (privileged information)."""
+        raise NotImplementedError
+
+    @classmethod
+    def state_size(cls) -> int:
+        return sum(term.size for term in cls().low_dim_state(0))
+
+
+def pick_colours(rng: np.random.Generator, variation: int, distractors: int) -> list[tuple[float, float, float]]:
+    """The variation's colour from COLORS, then `distractors` other colours drawn without repeats."""
+    others = [i for i in range(len(COLORS)) if i != variation]
+    chosen = rng.choice(others, size=distractors, replace=False)
+    return [COLORS[variation][1]] + [COLORS[i][1] for i in chosen]
+
+
+def sample_apart(rng: np.random.Generator, count: int, low, high, min_distance: float) -> np.ndarray:
+    """`count` uniform points in the box [low, high], pairwise at least `min_distance` apart."""
+    points: list[np.ndarray] = []
+    while len(points) < count:
+        candidate = rng.uniform(low, high)
+        if all(np.linalg.norm(candidate - p) >= min_distance for p in points):
+            points.append(candidate)
+    return np.array(points)
+
+
+def top_down_quat(yaw: float) -> np.ndarray:
+    """The gripper pointing straight down, fingers closing along the direction `yaw` + 90 degrees."""
+    return mat_to_quat(yaw_rotation(yaw) @ np.diag([1.0, -1.0, -1.0]))
+
+
+def body_yaw(quat: np.ndarray) -> float:
+    """Yaw of a (w, x, y, z) rotation about z."""
+    return 2 * math.atan2(quat[3], quat[0])

@@ -1,0 +1,57 @@
+"""reach_target (RLBench: rlbench/tasks/reach_target.py): reach the sphere of the variation's colour;
+two distractor spheres of other colours. 20 variations (RLBench's colours).
+
+Success: the tool centre inside the target's 4 cm sphere (RLBench: the tip detected by the target's
+proximity sensor). State: target xyz, then the two distractors' xyz."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..scene import SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, VISUAL, Scene, geom
+from .base import COLORS, Task, Waypoint, World, body_position, pick_colours, sample_apart
+from .conditions import TCP, DetectedCondition
+from .objects import mocap_body, region
+
+SPHERES = ("target", "distractor0", "distractor1")
+
+
+class ReachTarget(Task):
+    name = "reach_target"
+    variation_count = len(COLORS)
+    RADIUS = 0.025
+    SUCCESS_DISTANCE = 0.04  # TCP to the target's centre, metres
+    SPAWN_Z = (0.1, 0.4)  # above the table
+
+    def build(self, scene: Scene) -> None:
+        for name in SPHERES:
+            body = mocap_body(scene.worldbody, name)
+            geom(body, "sphere", (1, 0, 0, 1), VISUAL, name=name, size=self.RADIUS)
+            if name == "target":
+                region(body, "success", radius=self.SUCCESS_DISTANCE)
+
+    def descriptions(self, variation: int) -> list[str]:
+        colour = COLORS[variation][0]
+        return [f"reach the {colour} target", f"touch the {colour} ball with the panda gripper",
+                f"reach the {colour} sphere"]
+
+    def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
+        low = np.array([*SPAWN_LOW, TABLE_TOP_Z + self.SPAWN_Z[0]])
+        high = np.array([*SPAWN_HIGH, TABLE_TOP_Z + self.SPAWN_Z[1]])
+        positions = sample_apart(rng, len(SPHERES), low, high, min_distance=0.12)
+        for name, position, colour in zip(SPHERES, positions, pick_colours(rng, variation, 2)):
+            world.set_pose(name, position)
+            world.set_colour(name, colour)
+
+    def success(self, variation: int) -> DetectedCondition:
+        return DetectedCondition(TCP, "success")
+
+    def low_dim_state(self, variation: int):
+        return tuple(body_position(name) for name in SPHERES)
+
+    def oracle(self, world: World, variation: int) -> list[Waypoint]:
+        _, quat = world.tcp_pose()
+        return [Waypoint(world.position("target"), quat, True)]
+
+
+TASK = ReachTarget

@@ -1,0 +1,89 @@
+"""The checks every embedded task passes; each tests/tasks/test_<task>.py calls them with its task's
+facts (RLBench's variation count, the first description of variation 0). Joint-velocity actions.
+
+On mujoco (in this process, no cameras): the name resolves in both spellings, the variation count,
+descriptions, reset, a few steps, an oracle demo that succeeds for one seed, and the variation past the
+count refused with the count. On mjwarp (warp's CPU device, two worlds): reset gives the mujoco
+backend's task_low_dim_state for the same seeds, and a few steps run without faults.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from rlbench_vec import list_tasks
+from rlbench_vec.backends.mujoco import BACKEND
+from rlbench_vec.backends.mujoco.backend import choose_variation, task_class, use_renderer
+from rlbench_vec.config import EnvConfig, camel_case
+from rlbench_vec.errors import ConfigError
+from rlbench_vec.spec import observation_spec
+
+LOW_DIM = ("joint_positions", "gripper_pose", "task_low_dim_state")
+MJWARP = all(importlib.util.find_spec(name) for name in ("warp", "mujoco_warp", "torch"))
+
+
+def config(task: str, **kwargs) -> EnvConfig:
+    return EnvConfig(**{"task": task, "backend": "mujoco", "cameras": (), "low_dim": LOW_DIM,
+                        "arm_mode": "joint_velocity", **kwargs}).validated()
+
+
+def check_mujoco(task: str, variations: int, first_description: str, oracle_seed: int = 0) -> None:
+    assert task in list_tasks("mujoco") and task in list_tasks("mjwarp")
+    assert config(camel_case(task)).task == task
+    cfg = config(task)
+    BACKEND.validate(cfg)
+    assert task_class(cfg).variation_count == variations
+    with pytest.raises(ConfigError, match=rf"{task} has {variations} variations"):
+        BACKEND.validate(replace(cfg, backend_options={"variation": variations}))
+    backend = BACKEND(cfg, 0)
+    try:
+        info = backend.reset(0, {"variation": 0})
+        assert info["descriptions"][0] == first_description and info["variation_index"] == 0
+        assert all(backend.sim.task.descriptions(v) for v in range(variations))
+        spec = observation_spec(cfg)
+        rng = np.random.default_rng(0)
+        for _ in range(3):
+            action = np.append(rng.uniform(-0.3, 0.3, 7), 1.0).astype(np.float32)
+            result = backend.step(action)
+            assert "error" not in result.info
+            out = {key: np.full(s.shape, np.nan, s.dtype) for key, s in spec.items()}
+            backend.write_observation(out)
+            assert all(np.isfinite(array).all() for array in out.values())
+        demo, = backend.get_demos(1, seed=oracle_seed)
+        assert demo.success, f"{task}: the oracle failed for seed {oracle_seed}"
+        assert demo.observations["task_low_dim_state"].shape[1] == task_class(cfg).state_size()
+    finally:
+        backend.close()
+
+
+def check_mjwarp(task: str, seeds: tuple[int, int] = (3, 4)) -> None:
+    if not MJWARP:
+        pytest.skip("the mjwarp backend needs mujoco-warp, warp-lang and torch")
+    cfg = config(task)
+    use_renderer(cfg)
+    from rlbench_vec.backends.mjwarp.simulation import BatchedSimulation
+    from rlbench_vec.backends.mujoco.simulation import Simulation
+
+    sim = BatchedSimulation(cfg, len(seeds), os.environ.get("RLBENCH_VEC_MJWARP_DEVICE", "cpu"))
+    try:
+        infos = sim.reset(seeds=list(seeds))
+        state = sim.observe()["task_low_dim_state"].cpu().numpy()
+        host = Simulation(cfg)
+        for world, seed in enumerate(seeds):
+            rng = np.random.default_rng(seed)
+            host.reset(choose_variation(task_class(cfg), cfg, None, rng), rng)
+            assert infos[world]["variation_index"] == host.variation
+            np.testing.assert_allclose(state[world], host.low_dim_state(), atol=1e-5)
+        actions = np.zeros((len(seeds), 8), np.float32)
+        actions[:, :7], actions[:, 7] = 0.2, 1.0
+        for _ in range(3):
+            result = sim.step(actions)
+            assert not result.fault.cpu().numpy().any() and not result.error.cpu().numpy().any()
+        assert np.isfinite(sim.observe()["task_low_dim_state"].cpu().numpy()).all()
+    finally:
+        sim.close()

@@ -1,0 +1,11 @@
+from task_checks import check_mjwarp, check_mujoco
+
+TASK = "push_buttons"
+
+
+def test_push_buttons_on_mujoco():
+    check_mujoco(TASK, variations=50, first_description="push the maroon button")
+
+
+def test_push_buttons_on_mjwarp():
+    check_mjwarp(TASK)
