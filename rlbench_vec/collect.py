@@ -1,6 +1,6 @@
 """Collect demos on all workers at once: `python -m rlbench_vec.collect [flags]`, or collect(CollectConfig(...)).
 
-    python -m rlbench_vec.collect --backend mujoco --tasks open_drawer,reach_target --episodes_per_task 100 \\
+    python -m rlbench_vec.collect --backend mujoco --tasks open_drawer reach_target --episodes_per_task 100 \\
         --variations all --num_envs 16 --format rlbench --out DIR
 
 - Jobs: every (task, variation, episode) is a job whose demo seed comes from (--seed, task, variation,
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .backends import backend_class
+from .backends import backend_class, list_tasks
 from .backends.base import Backend
 from .backends.mujoco.backend import task_class
 from .cli import INTERRUPTED, ArgumentParser, run
@@ -58,15 +58,14 @@ DATASET_ARGUMENTS = ("backend", "format", "seed", "image_size", "cameras", "moda
 class CollectConfig:
     """What to collect and how. Flags of `python -m rlbench_vec.collect` have the same names.
 
-    tasks, episodes_per_task (per variation, as RLBench counts), variations (a count: variations 0..n-1,
-    or "all"), out, format ("rlbench" or "lerobot"), seed. Environment: backend, image_size (width, height),
-    cameras, modalities (None: rgb, depth, mask for rlbench; rgb for lerobot), arm_mode, absolute_mode,
-    gripper_mode, max_episode_steps, backend_options, renderer. Engine: num_envs (worker processes, one demo
-    each at a time), demo_timeout_s (a worker silent that long on one demo is restarted; None: no limit),
-    max_attempts per job. Writing: writers (processes; None: num_envs / 2, lerobot: 1), queue_size (demos
-    handed to writers and not yet written; None: 2 per writer), lerobot_vcodec, lerobot_checkpoint_every.
-    progress: show a progress bar.
-    """
+    tasks (names, or ("all",): every task of the backend), episodes_per_task (per variation, as RLBench counts),
+    variations (a count: variations 0..n-1, or "all"), out, format ("rlbench" or "lerobot"), seed. Environment:
+    backend, image_size (width, height), cameras, modalities (None: rgb, depth, mask for rlbench; rgb for lerobot),
+    arm_mode, absolute_mode, gripper_mode, max_episode_steps, backend_options, renderer. Engine: num_envs (worker
+    processes, one demo each at a time), demo_timeout_s (a worker silent that long on one demo is restarted; None:
+    no limit), max_attempts per job. Writing: writers (processes; None: num_envs / 2, lerobot: 1), queue_size (demos
+    handed to writers and not yet written; None: 2 per writer), lerobot_vcodec, lerobot_checkpoint_every. progress:
+    show a progress bar."""
 
     tasks: tuple[str, ...] = ("reach_target",)
     out: str = "demos"
@@ -96,6 +95,10 @@ class CollectConfig:
     def validated(self) -> CollectConfig:
         """A copy with defaults resolved, or ConfigError naming what is wrong and the fix."""
         tasks = (self.tasks,) if isinstance(self.tasks, str) else tuple(self.tasks)
+        if tasks == ("all",):
+            tasks = tuple(list_tasks(self.backend))
+            if not tasks:
+                raise ConfigError(f"tasks='all': the {self.backend} backend lists no tasks; name them.")
         if not tasks or len(set(tasks)) != len(tasks):
             raise ConfigError(f"tasks must name at least one task, each once; got {self.tasks!r}.")
         if self.format not in FORMATS:
@@ -417,7 +420,8 @@ def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
     parser = ArgumentParser(prog="python -m rlbench_vec.collect", description=__doc__)
     default = CollectConfig()
     parser.add_argument("--tasks", nargs="+", required=True, metavar="TASK",
-                        help="RLBench task names, e.g. open_drawer reach_target")
+                        help="RLBench task names, or all (every task of the backend); the embedded backends "
+                             f"run {' '.join(list_tasks('mujoco'))}")
     parser.add_argument("--out", required=True, help="dataset folder (a rerun resumes it)")
     parser.add_argument("--episodes_per_task", type=int, default=default.episodes_per_task,
                         help="episodes per variation, as RLBench counts them")

@@ -22,7 +22,7 @@ import psutil
 import pytest
 from conftest import live_children, own_segments
 
-from rlbench_vec import CAMERAS, ConfigError, Demo, RLBenchVectorEnv, VectorConfig
+from rlbench_vec import CAMERAS, ConfigError, Demo, RLBenchVectorEnv, VectorConfig, list_tasks
 from rlbench_vec.collect import SUMMARY_FILE, CollectConfig, collect, job_seed
 from rlbench_vec.datasets import read_episode
 from rlbench_vec.datasets.rlbench_format import DEPTH_SCALE, STAGING_FOLDER
@@ -207,6 +207,12 @@ def test_bad_arguments_raise_before_anything_starts(change, message, tmp_path):
     with pytest.raises(ConfigError, match=message):
         collect(replace(CONFIG, out=str(tmp_path / "never"), **change))
     assert not leftover_processes()
+
+
+def test_all_tasks_are_every_task_of_the_backend():
+    assert CollectConfig(tasks=("all",), backend="mujoco").validated().tasks == tuple(list_tasks("mujoco"))
+    with pytest.raises(ConfigError, match="synthetic backend lists no tasks"):
+        CollectConfig(tasks="all", backend="synthetic").validated()
 
 
 def test_lerobot_format_reads_back(tmp_path):
