@@ -50,15 +50,19 @@ class PushButtons(Task):
 
     def build(self, scene: Scene) -> None:
         for name in BUTTONS:
-            base = mocap_body(scene.worldbody, name)
-            geom(base, "box", (0.5, 0.5, 0.5, 1), SCENERY, name=name, size=self.BASE_HALF,
-                 pos=(0, 0, self.BASE_HALF[2]))
-            plunger = ET.SubElement(base, "body", name=f"{name}_plunger", gravcomp="1",
-                                    pos=fmt([0, 0, 2 * self.BASE_HALF[2] + self.PLUNGER_HALF]))
-            ET.SubElement(plunger, "joint", name=name, type="slide", axis="0 0 1", range=fmt([-self.TRAVEL, 0]),
-                          stiffness="300", springref="0", damping="3")
-            geom(plunger, "cylinder", (1, 0, 0, 1), ARTICULATED, name=f"{name}_plate",
-                 size=(self.PLUNGER_RADIUS, self.PLUNGER_HALF), mass="0.02")
+            self.add_button(scene, name)
+
+    def add_button(self, scene: Scene, name: str) -> None:
+        """A grey base (its colour set per episode) with a red spring-loaded plunger; joint and geom `name`."""
+        base = mocap_body(scene.worldbody, name)
+        geom(base, "box", (0.5, 0.5, 0.5, 1), SCENERY, name=name, size=self.BASE_HALF,
+             pos=(0, 0, self.BASE_HALF[2]))
+        plunger = ET.SubElement(base, "body", name=f"{name}_plunger", gravcomp="1",
+                                pos=fmt([0, 0, 2 * self.BASE_HALF[2] + self.PLUNGER_HALF]))
+        ET.SubElement(plunger, "joint", name=name, type="slide", axis="0 0 1", range=fmt([-self.TRAVEL, 0]),
+                      stiffness="300", springref="0", damping="3")
+        geom(plunger, "cylinder", (1, 0, 0, 1), ARTICULATED, name=f"{name}_plate",
+             size=(self.PLUNGER_RADIUS, self.PLUNGER_HALF), mass="0.02")
 
     def descriptions(self, variation: int) -> list[str]:
         colours, count = plan(variation)
@@ -88,15 +92,16 @@ class PushButtons(Task):
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         _, count = plan(variation)
+        return [waypoint for name in BUTTONS[:count] for waypoint in self.press(world, name)]
+
+    def press(self, world: World, name: str) -> list[Waypoint]:
+        """Above button `name`, straight down through its plunger with closed fingers, and back up."""
         quat = top_down_quat(math.pi / 4)
         top = 2 * (self.BASE_HALF[2] + self.PLUNGER_HALF)
-        waypoints = []
-        for name in BUTTONS[:count]:
-            above = world.position(name) + [0, 0, top + 0.08]
-            pressed = world.position(name) + [0, 0, top - self.PRESS_DEPTH + FINGERTIP_BELOW_TCP]
-            waypoints += [Waypoint(above, quat, False), Waypoint(pressed, quat, False, straight=True),
-                          Waypoint(above, quat, False, straight=True)]
-        return waypoints
+        above = world.position(name) + [0, 0, top + 0.08]
+        pressed = world.position(name) + [0, 0, top - self.PRESS_DEPTH + FINGERTIP_BELOW_TCP]
+        return [Waypoint(above, quat, False), Waypoint(pressed, quat, False, straight=True),
+                Waypoint(above, quat, False, straight=True)]
 
 
 TASK = PushButtons
