@@ -155,3 +155,25 @@ def top_down_quat(yaw: float) -> np.ndarray:
 def body_yaw(quat: np.ndarray) -> float:
     """Yaw of a (w, x, y, z) rotation about z."""
     return 2 * math.atan2(quat[3], quat[0])
+
+
+def square_yaw(yaw: float, symmetry: float) -> float:
+    """The gripper yaw within ±symmetry/2 that grasps an object of yaw `yaw` looking the same every
+    `symmetry` radians (a cube: pi/2; a bar grasped across: pi)."""
+    return (yaw + symmetry / 2) % symmetry - symmetry / 2
+
+
+def pick_and_place(start: np.ndarray, quat: np.ndarray, drop: np.ndarray, clearance: float = 0.1) -> list[Waypoint]:
+    """Grasp what lies at tool-centre position `start`, carry it above `drop`, lower it there, let go and
+    back off upwards (so NothingGrasped holds)."""
+    up = np.array([0.0, 0.0, clearance])
+    return [
+        Waypoint(start + up, quat, True),
+        Waypoint(start, quat, True, straight=True),
+        Waypoint(start, quat, False),
+        Waypoint(start + 1.2 * up, quat, False, straight=True),
+        Waypoint(drop + up, quat, False),
+        Waypoint(drop, quat, False, straight=True),
+        Waypoint(drop, quat, True),
+        Waypoint(drop + up, quat, True, straight=True),
+    ]

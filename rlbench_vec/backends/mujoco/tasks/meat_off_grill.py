@@ -13,7 +13,18 @@ import math
 import numpy as np
 
 from ..scene import SCENERY, TABLE_TOP_Z, VISUAL, Scene, axis_angle_quat, geom
-from .base import Task, Waypoint, World, body_position, body_quat, body_yaw, site_position, top_down_quat
+from .base import (
+    Task,
+    Waypoint,
+    World,
+    body_position,
+    body_quat,
+    body_yaw,
+    pick_and_place,
+    site_position,
+    square_yaw,
+    top_down_quat,
+)
 from .conditions import ConditionSet, DetectedCondition, NothingGrasped
 from .objects import free_box, mocap_body, region
 
@@ -62,23 +73,10 @@ class MeatOffGrill(Task):
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         meat = MEAT[variation][0]
-        start = world.position(meat)
-        # fingers close across the piece's width (its y axis); the closed hand looks the same turned half a
-        # turn: the yaw within ±90 degrees
-        yaw = (body_yaw(world.quat(meat)) + math.pi / 2) % math.pi - math.pi / 2
-        quat = top_down_quat(yaw)
+        yaw = square_yaw(body_yaw(world.quat(meat)), math.pi)  # fingers across the piece's width (its y axis)
         side = world.site_position("success")
         down = np.array([side[0], side[1], TABLE_TOP_Z + self.MEAT_HALF[2] + 0.005])
-        return [
-            Waypoint(start + [0, 0, 0.1], quat, True),
-            Waypoint(start, quat, True, straight=True),
-            Waypoint(start, quat, False),
-            Waypoint(start + [0, 0, 0.12], quat, False, straight=True),
-            Waypoint(down + [0, 0, 0.1], quat, False),
-            Waypoint(down, quat, False, straight=True),
-            Waypoint(down, quat, True),
-            Waypoint(down + [0, 0, 0.1], quat, True, straight=True),
-        ]
+        return pick_and_place(world.position(meat), top_down_quat(yaw), down)
 
 
 TASK = MeatOffGrill

@@ -21,6 +21,7 @@ from .base import (
     body_yaw,
     pick_colours,
     sample_apart,
+    square_yaw,
     top_down_quat,
 )
 from .conditions import ConditionSet, DetectedCondition, GraspedCondition
@@ -67,7 +68,7 @@ class PickAndLift(Task):
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         block = world.position("block")
         # A cube looks the same every 90 degrees: grasp at the equivalent yaw closest to the gripper's.
-        yaw = (body_yaw(world.quat("block")) + math.pi / 4) % (math.pi / 2) - math.pi / 4
+        yaw = square_yaw(body_yaw(world.quat("block")), math.pi / 2)
         quat = top_down_quat(yaw)
         target = world.position("lift_target")
         lifted = np.array([block[0], block[1], target[2]])

@@ -1,0 +1,77 @@
+"""close_jar (PerAct's RLBench: rlbench/tasks/close_jar.py): put the lid on the jar of the variation's
+colour (RLBench's 20 colours); the other jar has a distractor colour.
+
+Success (as RLBench): nothing grasped and the lid detected by the region just above the chosen jar's top.
+Departures: jars are cylinders and the lid a flat square box set down on the jar, not screwed on (no
+threads). State: lid xyz + quaternion xyzw, then the two jars' xyz (the chosen jar first)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..scene import SCENERY, SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, Scene, axis_angle_quat, geom
+from .base import (
+    COLORS,
+    Task,
+    Waypoint,
+    World,
+    body_position,
+    body_quat,
+    body_yaw,
+    pick_and_place,
+    pick_colours,
+    sample_apart,
+    square_yaw,
+    top_down_quat,
+)
+from .conditions import ConditionSet, DetectedCondition, NothingGrasped
+from .objects import free_box, mocap_body, region
+
+JARS = ("jar0", "jar1")  # jar0 is the variation's
+
+
+class CloseJar(Task):
+    name = "close_jar"
+    variation_count = len(COLORS)
+    JAR_RADIUS, JAR_HALF_HEIGHT = 0.035, 0.045
+    LID_HALF = (0.03, 0.03, 0.01)
+
+    def build(self, scene: Scene) -> None:
+        for name in JARS:
+            jar = mocap_body(scene.worldbody, name)
+            geom(jar, "cylinder", (0.5, 0.5, 0.5, 1.0), SCENERY, name=name,
+                 size=(self.JAR_RADIUS, self.JAR_HALF_HEIGHT), pos=(0, 0, self.JAR_HALF_HEIGHT))
+        top = 2 * self.JAR_HALF_HEIGHT
+        region(scene.worldbody.find("body[@name='jar0']"), "success", radius=0.02,
+               position=(0, 0, top + self.LID_HALF[2]))
+        free_box(scene.worldbody, "lid", self.LID_HALF, rgba=(0.75, 0.75, 0.78, 1.0), mass=0.05)
+
+    def descriptions(self, variation: int) -> list[str]:
+        colour = COLORS[variation][0]
+        return [f"close the {colour} jar", f"screw on the {colour} jar lid",
+                f"grasping the lid, lift it from the table and use it to seal the {colour} jar",
+                f"pick up the lid from the table and put it on the {colour} jar"]
+
+    def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
+        positions = sample_apart(rng, len(JARS) + 1, SPAWN_LOW, SPAWN_HIGH, min_distance=0.15)
+        for name, xy, colour in zip(JARS, positions, pick_colours(rng, variation, 1)):
+            world.set_pose(name, (*xy, TABLE_TOP_Z))
+            world.set_colour(name, colour)
+        world.set_pose("lid", (*positions[-1], TABLE_TOP_Z + self.LID_HALF[2]),
+                       axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
+
+    def success(self, variation: int) -> ConditionSet:
+        return ConditionSet([NothingGrasped(), DetectedCondition("lid", "success")])
+
+    def low_dim_state(self, variation: int):
+        return (body_position("lid"), body_quat("lid"), *(body_position(name) for name in JARS))
+
+    def oracle(self, world: World, variation: int) -> list[Waypoint]:
+        quat = top_down_quat(square_yaw(body_yaw(world.quat("lid")), math.pi / 2))
+        drop = world.position("jar0") + [0, 0, 2 * self.JAR_HALF_HEIGHT + self.LID_HALF[2] + 0.005]
+        return pick_and_place(world.position("lid"), quat, drop)
+
+
+TASK = CloseJar
