@@ -39,13 +39,11 @@ class CloseJar(Task):
     LID_HALF = (0.03, 0.03, 0.01)
 
     def build(self, scene: Scene) -> None:
-        for name in JARS:
-            jar = mocap_body(scene.worldbody, name)
+        jars = [mocap_body(scene.worldbody, name) for name in JARS]
+        for name, jar in zip(JARS, jars):
             geom(jar, "cylinder", (0.5, 0.5, 0.5, 1.0), SCENERY, name=name,
                  size=(self.JAR_RADIUS, self.JAR_HALF_HEIGHT), pos=(0, 0, self.JAR_HALF_HEIGHT))
-        top = 2 * self.JAR_HALF_HEIGHT
-        region(scene.worldbody.find("body[@name='jar0']"), "success", radius=0.02,
-               position=(0, 0, top + self.LID_HALF[2]))
+        region(jars[0], "success", radius=0.02, position=(0, 0, 2 * self.JAR_HALF_HEIGHT + self.LID_HALF[2]))
         free_box(scene.worldbody, "lid", self.LID_HALF, rgba=(0.75, 0.75, 0.78, 1.0), mass=0.05)
 
     def descriptions(self, variation: int) -> list[str]:
