@@ -1,11 +1,15 @@
 """The wire between the main process and a worker: framed messages on a socket pair.
 
 A command frame is a fixed header, an array of entries (which instances, serving which envs, write
-where) and an optional pickled payload. A reply frame is a fixed header, an array of records (one per
-env the command answered: where its result lies, whether its episode ended, its timings) and an
-optional pickled payload (infos, errors, call results). Actions, observations, rewards and flags
-travel through shared memory, so a step's frames are a few dozen bytes each way and nothing is
-pickled on the fast path.
+where) and an optional pickled payload. A reply frame is a fixed header and, only when the command
+did more than step its envs, an array of records (one per env: where its result lies, whether its
+episode ended, its timings) and a pickled payload (infos, errors, call results). Actions,
+observations, rewards and flags travel through shared memory, so a step's frames are a few dozen
+bytes each way and nothing is pickled on the fast path.
+
+A *plain* reply (no records) answers a step whose envs all ran their k actions with nothing to
+report: each result lies at its entry's destination, or, for claimed slots, at `first` + its
+position in the command, on the reply's page. The main process settles it from the command it sent.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import os
 import pickle
 import struct
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -22,7 +26,8 @@ COMMAND_NAMES = ("start", "step", "reset", "call", "close")
 OK, FAILED = 0, 1
 
 COMMAND_HEADER = struct.Struct("<BBHIIQ")  # command, page, k, seq, entries, payload bytes
-REPLY_HEADER = struct.Struct("<IBxxxIQ")  # seq, status, records, payload bytes
+# seq, status, page, first claimed slot (-1: fixed destinations), exec and write seconds, records, payload bytes
+REPLY_HEADER = struct.Struct("<IBBxxiddIQ")
 
 # An entry names a local instance of the worker, the env it serves, and where its result goes.
 ENTRY = np.dtype([("instance", "<i4"), ("env", "<i4"), ("dest", "<i4")])
@@ -30,11 +35,11 @@ CLAIM = -1  # dest: the next free slot of the filling page, taken when the resul
 HOLD = -2  # dest: nothing is written (a reset whose result is reported with the env's next command)
 
 # A record answers one entry: the page slot holding the env's result (-1: none), what happened, how
-# many actions ran, and the worker's seconds for that env. One float64 row each: a reply's records are
-# one array, built and read with a handful of numpy calls whatever the group's size.
+# many actions ran, and the worker's seconds for that env. One float64 row each.
 RECORD_FIELDS = ("env", "slot", "page", "flags", "executed", "exec_s", "write_s", "reset_s")
 ENV, SLOT, PAGE, FLAGS, EXECUTED_ACTIONS, EXEC_S, WRITE_S, RESET_S = range(len(RECORD_FIELDS))
 RECORD = np.dtype((np.float64, (len(RECORD_FIELDS),)))
+NO_RECORDS = np.zeros((0, len(RECORD_FIELDS)))
 
 # Record flags. EPISODE_OVER is the worker's word on whether the env's episode ended: nobody
 # re-derives it from rewards or flags.
@@ -51,70 +56,102 @@ RESULT, OBSERVE, NOTICE, SPARE = range(4)
 READ_SIZE = 1 << 16
 
 
+class Reply(NamedTuple):
+    seq: int
+    status: int
+    page: int
+    first: int
+    exec_s: float
+    write_s: float
+    records: np.ndarray  # none in a plain reply
+    payload: Any
+
+
 def dumps(payload: Any) -> bytes:
     return b"" if payload is None else pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _write_all(fd: int, parts: list[bytes | memoryview]) -> None:
-    views = [memoryview(p).cast("B") for p in parts if len(p)]
-    while views:
-        written = os.writev(fd, views)
-        while views and written >= len(views[0]):
-            written -= len(views.pop(0))
-        if written:
-            views[0] = views[0][written:]
+def _write_all(fd: int, data: bytes) -> None:
+    written = os.write(fd, data)
+    if written < len(data):  # large payloads (demos) only
+        view = memoryview(data)
+        while written < len(data):
+            written += os.write(fd, view[written:])
 
 
-def send_command(fd: int, command: int, seq: int, entries: np.ndarray, page: int = 0, k: int = 0,
+def send_command(fd: int, command: int, seq: int, entries: bytes, count: int, page: int = 0, k: int = 0,
                  payload: bytes = b"") -> None:
-    """payload: the pickled argument (`dumps`), made before the caller commits to sending."""
-    header = COMMAND_HEADER.pack(command, page, k, seq, len(entries), len(payload))
-    _write_all(fd, [header, entries.tobytes(), payload])
+    """entries: `count` ENTRY rows as bytes; payload: the pickled argument (`dumps`), made before the
+    caller commits to sending."""
+    _write_all(fd, COMMAND_HEADER.pack(command, page, k, seq, count, len(payload)) + entries + payload)
 
 
-def send_reply(fd: int, seq: int, status: int, records: np.ndarray, payload: Any = None,
+def send_reply(fd: int, seq: int, status: int, records: np.ndarray = NO_RECORDS, payload: Any = None, *,
+               page: int = 0, first: int = CLAIM, exec_s: float = 0.0, write_s: float = 0.0,
                pickled: bytes | None = None) -> None:
-    """pickled: the payload already pickled (e.g. by a pickler that shares CUDA tensors)."""
+    """No records to a step: a plain reply. pickled: the payload already pickled (e.g. by a pickler
+    that shares CUDA tensors)."""
     body = dumps(payload) if pickled is None else pickled
-    _write_all(fd, [REPLY_HEADER.pack(seq, status, len(records), len(body)), records.tobytes(), body])
+    header = REPLY_HEADER.pack(seq, status, page, first, exec_s, write_s, len(records), len(body))
+    _write_all(fd, header + records.tobytes() + body)
 
 
 class FrameReader:
-    """Reads whole frames from a stream socket, keeping bytes of the next frame for later: several
-    commands may be queued to one worker, and their replies can arrive in one read."""
+    """Whole frames from a stream socket. Bytes of a frame not yet complete wait in the buffer:
+    several commands may be queued to one worker, and their replies can arrive in one read."""
 
     def __init__(self, fd: int, header: struct.Struct, item: np.dtype):
         self.fd = fd
         self.header = header
         self.item = item
-        self.buffer = bytearray()
+        self.data = b""
+        self.offset = 0
 
-    def _fill(self, size: int) -> None:
-        while len(self.buffer) < size:
-            data = os.read(self.fd, max(READ_SIZE, size - len(self.buffer)))
-            if not data:
-                raise EOFError("peer closed the connection")
-            self.buffer += data
+    def _receive(self) -> None:
+        """One read (blocking if nothing is there); EOFError when the peer is gone."""
+        chunk = os.read(self.fd, READ_SIZE)
+        if not chunk:
+            raise EOFError("peer closed the connection")
+        self.data = self.data[self.offset:] + chunk if self.offset < len(self.data) else chunk
+        self.offset = 0
+
+    def _frame(self) -> tuple[tuple, np.ndarray, Any] | None:
+        """The next whole frame in the buffer, or None: (header fields without the sizes, items,
+        unpickled payload or None). Items are read-only views of the received bytes."""
+        start, data = self.offset, self.data
+        if len(data) - start < self.header.size:
+            return None
+        *fields, count, body = self.header.unpack_from(data, start)
+        items_at = start + self.header.size
+        payload_at = items_at + count * self.item.itemsize
+        end = payload_at + body
+        if len(data) < end:
+            return None
+        self.offset = end
+        items = np.frombuffer(data, self.item, count, items_at)
+        return tuple(fields), items, pickle.loads(memoryview(data)[payload_at:end]) if body else None
 
     def pending(self) -> bool:
         """A whole frame is already buffered."""
-        size = self.header.size
-        if len(self.buffer) < size:
+        start = self.offset
+        if len(self.data) - start < self.header.size:
             return False
-        *_, count, body = self.header.unpack_from(self.buffer)
-        return len(self.buffer) >= size + count * self.item.itemsize + body
+        *_, count, body = self.header.unpack_from(self.data, start)
+        return len(self.data) - start >= self.header.size + count * self.item.itemsize + body
 
     def read(self) -> tuple[tuple, np.ndarray, Any]:
-        """One frame: (header fields without the sizes, items, unpickled payload or None). Blocks
-        until it is complete; EOFError when the peer is gone."""
-        self._fill(self.header.size)
-        *fields, count, body = self.header.unpack_from(self.buffer)
-        items_end = self.header.size + count * self.item.itemsize
-        self._fill(items_end + body)
-        items = np.frombuffer(bytes(self.buffer[self.header.size:items_end]), dtype=self.item)
-        payload = pickle.loads(self.buffer[items_end:items_end + body]) if body else None
-        del self.buffer[:items_end + body]
-        return tuple(fields), items, payload
+        """One frame, blocking until it is complete."""
+        while (frame := self._frame()) is None:
+            self._receive()
+        return frame
+
+    def read_available(self) -> list[tuple[tuple, np.ndarray, Any]]:
+        """One read, then every whole frame it completed (maybe none)."""
+        self._receive()
+        frames = []
+        while (frame := self._frame()) is not None:
+            frames.append(frame)
+        return frames
 
 
 def command_reader(fd: int) -> FrameReader:
@@ -123,3 +160,8 @@ def command_reader(fd: int) -> FrameReader:
 
 def reply_reader(fd: int) -> FrameReader:
     return FrameReader(fd, REPLY_HEADER, RECORD)
+
+
+def reply(frame: tuple[tuple, np.ndarray, Any]) -> Reply:
+    (seq, status, page, first, exec_s, write_s), records, payload = frame
+    return Reply(seq, status, page, first, exec_s, write_s, records, payload)

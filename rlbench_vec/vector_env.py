@@ -35,8 +35,9 @@ from .backends.base import Demo
 from .config import EnvConfig, VectorConfig, integer, split_options
 from .display import check_display, sweep_stale_displays
 from .distributed import rank_seed
+from .envtable import IDLE
 from .errors import ActionError, ClosedError, ConfigError, ResetNeeded, WorkerError
-from .pool import IDLE, Pool
+from .pool import Pool
 from .process import bootstrapping
 from .protocol import OBSERVE, RESULT, dumps
 from .results import Batch, assemble
@@ -267,14 +268,14 @@ class RLBenchVectorEnv(VectorEnv):
         return ids
 
     def _check_idle(self, ids: np.ndarray, what: str) -> None:
-        busy = ids[self._pool.phase[ids] != IDLE]
+        busy = ids[self._pool.table.phase[ids] != IDLE]
         if busy.size:
             raise ConfigError(f"envs {busy.tolist()} have a command in flight or a result not yet returned: "
                               f"recv() them before {what}.")
 
     def _check_episodes(self, ids: np.ndarray) -> None:
-        if self.vector_config.autoreset_mode == "disabled" and self._pool.over[ids].any():
-            over = ids[self._pool.over[ids]].tolist()
+        if self.vector_config.autoreset_mode == "disabled" and self._pool.table.over[ids].any():
+            over = ids[self._pool.table.over[ids]].tolist()
             raise ResetNeeded(f"the episodes of envs {over} are over and autoreset_mode='disabled': reset them first "
                               "with reset(options={'reset_mask': mask}).")
 
@@ -304,7 +305,7 @@ class RLBenchVectorEnv(VectorEnv):
         if batch is None:
             raise TimeoutError(f"fewer than {count} envs finished within {timeout} s; the others are still running: "
                                "call again to collect them.")
-        if not self._pool.in_flight().size and not self._pool.done().size:
+        if not self._pool.table.busy:
             self._sync = None
         return batch
 
@@ -350,7 +351,7 @@ class RLBenchVectorEnv(VectorEnv):
         self._check_open()
         seeds = self._reset_seeds(seed)
         options_per_env, mask = self._reset_options(options)
-        if self._pool.in_flight().size or self._pool.done().size:
+        if self._pool.table.busy:
             self._pool.drain()
         self._first_reset = False
         kinds = np.where(mask, RESULT, OBSERVE).tolist()
@@ -420,7 +421,7 @@ class RLBenchVectorEnv(VectorEnv):
         which env each row is. Observations are views of one contiguous block of shared memory
         (copies with copy_obs=True), valid until your next reset/step/recv call returns."""
         self._check_open()
-        waiting = self._pool.in_flight().size + self._pool.done().size
+        waiting = self._pool.table.busy
         if not waiting or self._sync:
             raise ConfigError("recv() has nothing to wait for: send() actions first"
                               + (" (step_async() is collected by step_wait())." if self._sync else "."))
@@ -453,25 +454,25 @@ class RLBenchVectorEnv(VectorEnv):
         payload = _pickled((name, args, kwargs, bool(ends_episode)), f"the arguments of {name}()")
         self._pool.call(ids, payload, math.inf if timeout is None else float(timeout))
         if ends_episode:
-            self._pool.over[ids] = True
+            self._pool.table.over[ids] = True
 
     def call_wait(self, min_envs: int | None = None, timeout: float | None = None) -> list[tuple[int, Any]]:
         """Finished calls of call_async(), at least min_envs (default: all): (env, result) pairs, the
         result a WorkerError if the call raised or its worker died."""
         self._check_open()
-        pending = np.flatnonzero(self._pool.phase != IDLE)
+        pending = np.flatnonzero(self._pool.table.phase != IDLE)
         count = len(pending) if min_envs is None else min_envs
         if not len(pending) or not 1 <= count <= len(pending):
             raise ConfigError(f"call_wait() needs 1 <= min_envs <= {len(pending)} calls in flight, got {min_envs!r}.")
         try:
-            finished = self._pool.wait_until(lambda: self._pool.done().size >= count, timeout)
+            finished = self._pool.wait_until(lambda: self._pool.table.done().size >= count, timeout)
         except BaseException as error:
             if not isinstance(error, WorkerError):
                 self._interrupted = True
             raise
         if not finished:
             raise TimeoutError(f"fewer than {count} calls finished within {timeout} s: call again to collect them.")
-        return list(self._pool.take_calls(self._pool.done()).items())
+        return list(self._pool.take_calls(self._pool.table.done()).items())
 
     def call(self, name: str, *args: Any, env_ids: Any = None, ends_episode: bool = False, **kwargs: Any) -> tuple:
         """Call backend method `name` in each env (or env_ids), or read the attribute when it is not
@@ -559,7 +560,7 @@ class RLBenchVectorEnv(VectorEnv):
     @property
     def worker_facts(self) -> list[dict[str, Any]]:
         """What each worker reported at start: pid, and its display, Xvfb and GL renderer if it has one."""
-        return [dict(h.facts) for h in self._pool.workers]
+        return [dict(h.facts) for h in self._pool.serving]
 
     @property
     def shm_name(self) -> str | None:

@@ -1,0 +1,195 @@
+"""Commands to the workers and their replies: one command per worker for the envs it serves, each
+with a deadline; one wait for all workers (a poll over their sockets and process sentinels), whose
+replies are taken into the env table as they come.
+
+The work per command and per reply is a few microseconds of Python, and a wait costs a system call
+plus the replies it brings: deadlines are kept as their earliest (checked when it passes), and no
+call scans every worker or every env. A worker that dies or misses its deadline is restarted.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .envtable import EnvTable
+from .handles import Entry, WorkerHandle, Workers, encode
+from .process import death_reason
+from .protocol import CALL, CLAIM, COMMAND_NAMES, ERROR, FAILED, FLAGS, HOLD, RESET, SLOT, START, STEP, dumps, reply
+from .recycling import Recycler
+from .restarts import Restarts
+from .shm import SharedBuffers
+
+Batch = list[tuple[WorkerHandle, list[Entry], tuple[list[int], bytes]]]
+
+
+class Commands:
+    def __init__(self, workers: Workers, table: EnvTable, restarts: Restarts, recycler: Recycler,
+                 buffers: SharedBuffers, steps_in_parallel: bool, on_device_pages: Callable[[list], None] | None):
+        self.workers, self.table, self.restarts, self.recycler = workers, table, restarts, recycler
+        self.buffers, self.vc = buffers, workers.vc
+        self.steps_in_parallel = steps_in_parallel  # a group steps its envs at once: deadlines do not add up
+        self.on_device_pages = on_device_pages  # called with a started worker's device pages, if it has some
+        self.earliest = math.inf  # no deadline is earlier than this (it may be an answered command's)
+        self._full: Batch | None = None  # each worker's entries of a full batch, kept until an env moves
+        self._full_moves = -1
+
+    # ------------------------------------------------------------------ sending
+    def _group(self, envs: list[int], dests: list[int]) -> dict[WorkerHandle, list[Entry]]:
+        """Each worker's entries for these envs, in the order given."""
+        env_inst, of_instance, local = self.table.env_inst, self.workers.of_instance, self.workers.local
+        groups: dict[WorkerHandle, list[Entry]] = {}
+        for env, dest in zip(envs, dests):
+            instance = env_inst[env]
+            groups.setdefault(of_instance[instance], []).append((int(local[instance]), env, dest))
+        return groups
+
+    def _full_batch(self) -> Batch:
+        if self._full is None or self._full_moves != self.table.moves:
+            everyone = list(range(self.table.num_envs))
+            self._full = [(handle, entries, ([e[1] for e in entries], encode(entries)))
+                          for handle, entries in self._group(everyone, everyone).items()]
+            self._full_moves = self.table.moves
+        return self._full
+
+    def _send(self, handle: WorkerHandle, command: int, entries: list[Entry], budget_s: float, page: int = 0,
+              k: int = 0, payload: bytes = b"", seeds: list | None = None,
+              encoded: tuple[list[int], bytes] | None = None) -> None:
+        pending = handle.send(command, entries, budget_s, page, k, payload, seeds, encoded=encoded)
+        self.earliest = min(self.earliest, pending.deadline)
+
+    def _resets_before_answer(self, handle: WorkerHandle) -> int:
+        """Resets a worker may run before it answers a step: one per env of it whose episode is over
+        (reset now or ahead) and per spare it holds (reset ahead after an episode ended)."""
+        inst_env, over = self.table.inst_env, self.table.over
+        return sum(1 for instance in handle.spec.instances if inst_env[instance] < 0 or over[inst_env[instance]])
+
+    def step(self, envs: list[int], k: int, ordered: bool) -> None:
+        """Start k actions (already in the actions buffer) for these envs. ordered: each env's result
+        goes to its own slot (a full batch); else to the next free slot (a partial batch)."""
+        page, vc = self.buffers.filling, self.vc
+        batch = self._full_batch() if ordered else [
+            (handle, entries, None) for handle, entries in self._group(envs, [CLAIM] * len(envs)).items()]
+        for handle, entries, encoded in batch:
+            steps = 1 if self.steps_in_parallel else len(entries)
+            budget = vc.step_timeout_s * k * steps + vc.reset_timeout_s * self._resets_before_answer(handle)
+            self._send(handle, STEP, entries, budget, page, k, encoded=encoded)
+
+    def reset(self, envs: list[int], seeds: list, options: list, kinds: list) -> None:
+        """Reset these envs (a full batch, each to its own slot): seeds, options and kinds per env."""
+        page = self.buffers.filling
+        for env, opts in zip(envs, options):
+            self.table.last_options[env] = opts
+        for handle, entries in self._group(envs, envs).items():
+            rows = [entry[1] for entry in entries]
+            picked = [seeds[e] for e in rows]
+            payload = dumps((picked, [options[e] for e in rows], [kinds[e] for e in rows]))
+            self._send(handle, RESET, entries, self.vc.reset_timeout_s * len(entries), page, 1, payload, picked)
+
+    def call(self, envs: list[int], payload: bytes, timeout_s: float) -> None:
+        for handle, entries in self._group(envs, [HOLD] * len(envs)).items():
+            self._send(handle, CALL, entries, timeout_s * len(entries), payload=payload)
+
+    # ------------------------------------------------------------------ waiting
+    def wait_until(self, ready: Callable[[], bool], timeout_s: float | None = None) -> bool:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while not ready():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            self.pump(left)
+        return True
+
+    def pump(self, timeout_s: float | None) -> list[WorkerHandle]:
+        """Wait once for worker messages (or the earliest deadline), take them in, enforce deadlines.
+        Returns the workers that finished starting."""
+        wait = max(0.0, self.earliest - time.monotonic())
+        if timeout_s is not None:
+            wait = min(wait, timeout_s)
+        started = []
+        for handle in self.workers.poller.wait(wait):
+            started.extend(self._read(handle))
+        if time.monotonic() >= self.earliest:
+            self._enforce_deadlines()
+        if self.workers.retired:
+            self.recycler.reap()
+        return started
+
+    def _enforce_deadlines(self) -> None:
+        """Restart the workers past their deadline; find the next earliest one."""
+        now, earliest = time.monotonic(), math.inf
+        for handle in list(self.workers.serving):
+            if not handle.pending or handle.process is None:
+                continue
+            pending = handle.pending[0]
+            if now > pending.deadline:
+                self.restarts.restart(handle, f"no reply to {COMMAND_NAMES[pending.command]} within "
+                                              f"{pending.deadline - pending.sent_at:.1f} s")
+            if handle.pending:
+                earliest = min(earliest, handle.pending[0].deadline)
+        self.earliest = earliest
+
+    def _read(self, handle: WorkerHandle) -> list[WorkerHandle]:
+        """Take in the replies that arrived from this worker, or its death."""
+        started: list[WorkerHandle] = []
+        reader = handle.reader
+        if reader is None:
+            return started
+        try:
+            frames = reader.read_available()
+        except (EOFError, OSError):
+            command = handle.pending[0].command if handle.pending else None
+            doing = "while idle" if command is None else f"during {COMMAND_NAMES[command]}"
+            handle.process.join(timeout=1.0)
+            reason = f"{death_reason(handle.process.exitcode)} {doing}"
+            if command == START:
+                self.restarts.start_failed(handle, reason)
+            else:
+                self.restarts.restart(handle, reason)
+            return started
+        for frame in frames:
+            answer = reply(frame)
+            pending = handle.pending.popleft()
+            if pending.seq != answer.seq:
+                raise RuntimeError(f"reply {answer.seq} from worker {handle.spec.worker_index} answers no command "
+                                   "in flight")
+            if pending.command == START:
+                if answer.status == FAILED:
+                    self.restarts.start_failed(handle, *answer.payload)
+                    return started
+                self._started(handle, answer.payload)
+                started.append(handle)
+            elif answer.status == FAILED:
+                self.restarts.restart(handle, f"the worker failed: {answer.payload[0]}\n{answer.payload[1]}")
+                return started
+            elif pending.command == STEP and not len(answer.records):
+                self.table.settle_plain(pending, answer, time.monotonic() - pending.sent_at)
+            else:
+                records = answer.records
+                if pending.command == RESET and any(row[SLOT] < 0 and int(row[FLAGS]) & ERROR for row in records):
+                    self.restarts.restart(handle, "reset after restart failed: " + _first_error(records,
+                                                                                            answer.payload))
+                    return started
+                self.table.settle_records(pending, records, answer.payload, time.monotonic() - pending.sent_at)
+                if handle.takes_over is not None and pending.command == RESET:
+                    self.recycler.spares_ready(handle)
+            if handle.reader is not reader:  # restarted meanwhile: the rest came from the old process
+                break
+        return started
+
+    def _started(self, handle: WorkerHandle, facts: dict[str, Any]) -> None:
+        handle.ready, handle.ran = True, True
+        handle.facts = {key: value for key, value in facts.items() if key != "pages"}
+        if "pages" in facts and self.on_device_pages is not None:
+            self.on_device_pages(facts["pages"])
+        os.unlink(handle.boot_log)
+
+
+def _first_error(records: Any, payload: dict | None) -> str:
+    for row in records.tolist():
+        if int(row[FLAGS]) & ERROR:
+            return (payload or {}).get(int(row[0]), {}).get("error", ("unknown error",))[0]
+    return "unknown error"

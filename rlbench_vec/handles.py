@@ -1,0 +1,219 @@
+"""Worker processes as the main process holds them: one handle per process (its socket, its queue of
+commands in flight), the registry of handles and instances, and one poll set over all of them.
+
+Instances are simulator instances, numbered globally; worker w runs a contiguous range of them.
+`Workers` spawns a worker for a range and remembers, per instance, its worker and local index.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import os
+import select
+import struct
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .config import EnvConfig, VectorConfig
+from .process import SPAWN, child_environment
+from .protocol import CLOSE, START, reply_reader, send_command
+from .runner import WorkerSpec
+from .shm import SharedBuffers
+from .worker import worker_main
+
+CLOSE_TIMEOUT_S = 10.0
+Entry = tuple[int, int, int]  # (local instance, env, dest): one row of protocol.ENTRY
+
+
+def encode(entries: list[Entry]) -> bytes:
+    """Entries as they travel (protocol.ENTRY rows)."""
+    return struct.pack(f"<{3 * len(entries)}i", *(value for entry in entries for value in entry))
+
+
+@dataclass(slots=True)
+class Pending:
+    """A command in flight: what the reply must be matched against and settled with."""
+
+    command: int
+    seq: int
+    sent_at: float
+    deadline: float
+    entries: list[Entry]
+    envs: list[int]  # the env of each entry
+    page: int = 0
+    k: int = 0
+    seeds: list | None = None  # RESET: the seed per entry
+    restart: bool = False  # the reset that follows a worker's restart: its results report the restart
+
+
+class Poller:
+    """One persistent poll set over every worker's socket and process sentinel: a wait is one
+    system call, however many workers there are."""
+
+    def __init__(self) -> None:
+        self._poll = select.poll()
+        self._owners: dict[int, WorkerHandle] = {}
+
+    def add(self, handle: WorkerHandle) -> None:
+        for fd in (handle.fd, handle.process.sentinel):
+            self._poll.register(fd, select.POLLIN)
+            self._owners[fd] = handle
+
+    def remove(self, handle: WorkerHandle) -> None:
+        for fd in [fd for fd, owner in self._owners.items() if owner is handle]:
+            self._poll.unregister(fd)
+            del self._owners[fd]
+
+    def wait(self, timeout_s: float) -> list[WorkerHandle]:
+        """The workers with something to read (or dead); [] on timeout."""
+        events = self._poll.poll(math.ceil(min(timeout_s, 3600.0) * 1000))
+        if len(events) == 1:
+            return [self._owners[events[0][0]]]
+        return list({self._owners[fd]: None for fd, _ in events})
+
+
+class WorkerHandle:
+    """One worker process: its socket, its queue of commands in flight, its instances."""
+
+    def __init__(self, spec: WorkerSpec, boot_prefix: str, poller: Poller, environ: dict[str, str]):
+        self.poller = poller
+        self.environ = environ  # the backend's variables for the spawned process
+        self.spec = spec
+        self.instances = np.asarray(spec.instances, np.int64)
+        self.boot_prefix = boot_prefix
+        self.process: Any = None
+        self.conn: Any = None
+        self.fd = -1
+        self.reader: Any = None
+        self.pending: collections.deque[Pending] = collections.deque()
+        self.seq = 0
+        self.restarts = 0
+        self.ran = False  # reached its command loop at least once
+        self.ready = False  # the current process has started
+        self.facts: dict[str, Any] = {}
+        self.boot_log = ""
+        self.plan: dict[int, tuple[int, int, int, int | None]] = {}  # local -> (env, dest, kind, seed) after a restart
+        self.plan_page: int | None = None  # the page of the planned deliveries with a fixed slot
+        self.episodes = 0
+        self.rss_checked = 0.0
+        self.retiring = False
+        self.replacement: WorkerHandle | None = None
+        self.takes_over: WorkerHandle | None = None  # set on a replacement until its spares are ready
+        self.reserve: collections.deque[int] = collections.deque()  # a replacement's instances for takeovers
+
+    def start(self, timeout_s: float) -> None:
+        parent_conn, child_conn = SPAWN.Pipe(duplex=True)
+        self.boot_log = f"{self.boot_prefix}{self.spec.worker_index}-{self.restarts}"
+        spec = replace(self.spec, parent_pid=os.getpid(),
+                       parent_is_main_thread=threading.current_thread() is threading.main_thread())
+        process = SPAWN.Process(target=worker_main, args=(spec, child_conn),
+                                name=f"rlbench_vec-worker-{spec.worker_index}", daemon=True)
+        with child_environment(self.boot_log, self.environ):
+            process.start()
+        child_conn.close()  # only the child holds its end: its death is EOF here
+        self.process, self.conn, self.fd = process, parent_conn, parent_conn.fileno()
+        self.reader = reply_reader(self.fd)
+        self.poller.add(self)
+        self.seq, self.ready = 0, False
+        now = time.monotonic()
+        self.pending = collections.deque([Pending(START, 0, now, now + timeout_s, [], [])])
+
+    def send(self, command: int, entries: list[Entry], budget_s: float, page: int = 0, k: int = 0,
+             payload: bytes = b"", seeds: list | None = None, restart: bool = False,
+             encoded: tuple[list[int], bytes] | None = None) -> Pending:
+        """Queue a command; its deadline counts from when the ones before it are due. encoded: the
+        entries' envs and bytes, when the caller keeps them."""
+        self.seq += 1
+        now = time.monotonic()
+        start = max(now, self.pending[-1].deadline) if self.pending else now
+        envs, data = encoded or ([entry[1] for entry in entries], encode(entries))
+        pending = Pending(command, self.seq, now, start + budget_s, entries, envs, page, k, seeds, restart)
+        self.pending.append(pending)
+        try:
+            send_command(self.fd, command, self.seq, data, len(entries), page, k, payload)
+        except OSError:
+            pass  # the worker is dead: its sentinel reports it
+        return pending
+
+    def close_when_idle(self, timeout_s: float) -> None:
+        """Ask the worker to close its simulators and exit."""
+        self.send(CLOSE, [], timeout_s)
+
+    def kill(self) -> None:
+        """Stop the process for good (SIGKILL: a hung simulator ignores anything gentler)."""
+        self.poller.remove(self)
+        if self.process is not None:
+            if self.process.is_alive():
+                self.process.kill()
+            self.process.join(timeout=5.0)
+        if self.conn is not None:
+            self.conn.close()
+        self.conn, self.fd, self.ready = None, -1, False
+        self.pending.clear()
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.process is None else self.process.pid
+
+
+class Workers:
+    """Every worker handle of one vector env (serving, and retired ones not yet reaped), and which
+    worker and local index runs each instance."""
+
+    def __init__(self, config: EnvConfig, vc: VectorConfig, buffers: SharedBuffers, boot_prefix: str,
+                 environ: dict[str, str]):
+        self.config, self.vc, self.buffers = config, vc, buffers
+        self.boot_prefix, self.environ = boot_prefix, environ
+        self.poller = Poller()
+        self.serving: list[WorkerHandle] = []
+        self.retired: list[WorkerHandle] = []
+        self.next_index = 0  # never reused: a recycled worker's number must not collide with a live one
+        self.of_instance: list[WorkerHandle] = []
+        self.local = np.zeros(0, np.int64)  # per instance: its index within its worker
+        self.number = np.zeros(0, np.int64)  # per instance: its worker's number, for grouping entries
+
+    @property
+    def instances(self) -> int:
+        return len(self.of_instance)
+
+    def add(self, instances: Iterable[int], cpus: list | None) -> WorkerHandle:
+        """A handle (not started yet) for a new worker running these instances."""
+        vc, index = self.vc, self.next_index
+        self.next_index += 1
+        instances = tuple(instances)
+        display = vc.display[index % len(vc.display)] if isinstance(vc.display, (list, tuple)) else vc.display
+        # a worker renders the video cameras only if one of its envs records (spares: if any may)
+        video = vc.video
+        records = video is not None and any(
+            video.records(i) if i < vc.num_envs else video.env_ids is None for i in instances)
+        config = replace(self.config, video_cameras=video.cameras) if video is not None and records else self.config
+        spec = WorkerSpec(
+            worker_index=index, instances=instances, config=config, shm_name=self.buffers.name,
+            fields=self.buffers.fields, max_chunk=vc.max_chunk, chunk_obs=vc.chunk_obs, rows=vc.num_envs,
+            autoreset_mode=vc.autoreset_mode, eager_reset=vc.eager_reset, display=display,
+            cpu_affinity=None if cpus is None else cpus[index % len(cpus)], video=vc.video,
+        )
+        handle = WorkerHandle(spec, self.boot_prefix, self.poller, self.environ)
+        self.serving.append(handle)
+        self.of_instance.extend([handle] * len(instances))
+        self.local = np.concatenate([self.local, np.arange(len(instances))])
+        self.number = np.concatenate([self.number, np.full(len(instances), index)])
+        return handle
+
+    def retire(self, handle: WorkerHandle) -> None:
+        """Out of service: told to close; its exit is expected (nothing restarts it) and reaped later."""
+        self.serving.remove(handle)
+        self.retired.append(handle)
+        if handle.process is not None and handle.process.is_alive():
+            handle.close_when_idle(CLOSE_TIMEOUT_S)
+        self.poller.remove(handle)
+
+    @property
+    def pids(self) -> list[int]:
+        return [h.pid for h in self.serving if h.pid is not None]

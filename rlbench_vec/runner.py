@@ -1,0 +1,443 @@
+"""A worker's commands over its EnvGroup: steps (with autoreset), resets and calls, each answered by
+one reply.
+
+Per instance the runner keeps the episode's state in plain Python lists (a command touches a few
+instances, and per-element numpy costs more than the work): whether its episode is over (so the
+next command autoresets it), whether a reset was already done ahead (eager reset, a restart or a
+spare), and whether a restart must be reported. The simulators are called once per command for all
+its instances (`EnvGroup.step`, `EnvGroup.observe`), and outcomes reach the page in one copy.
+
+A step whose instances all ran their k actions with nothing to report gets a *plain* reply: no
+records, no payload (see protocol). Anything else (an episode end, an autoreset, an error, an info,
+a restart) is reported per env in the reply's records, with the worker's word on the episode.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .backends.base import EnvGroup, failure
+from .config import EnvConfig, VideoConfig
+from .protocol import (
+    AUTORESET,
+    CLAIM,
+    EPISODE_OVER,
+    ERROR,
+    HAS_PAYLOAD,
+    HOLD,
+    NO_RECORDS,
+    NOTICE,
+    OBSERVE,
+    RECORD_FIELDS,
+    RESTARTED,
+    RESULT,
+    SPARE,
+)
+from .shm import SharedBuffers
+from .spec import observation_spec
+
+REWARD, TERMINATED, TRUNCATED, EXECUTED = range(4)  # rows of a slot's `outcome` block (4, max_chunk)
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything a worker needs, pickled once at spawn."""
+
+    worker_index: int
+    instances: tuple[int, ...]  # global instance numbers: they name and seed the simulators
+    config: EnvConfig
+    shm_name: str
+    fields: list
+    max_chunk: int
+    chunk_obs: str
+    rows: int  # slots per result page (num_envs)
+    autoreset_mode: str
+    eager_reset: bool
+    display: Any
+    cpu_affinity: tuple[int, ...] | None = None
+    video: VideoConfig | None = None
+    parent_pid: int = 0
+    parent_is_main_thread: bool = True
+
+
+class Delivery:
+    """What one command delivers for m entries: flags, executed actions and seconds per entry, and
+    payload pieces (info, error, final observation) for the entries that have any. `plain` stays
+    True while there is nothing to report."""
+
+    __slots__ = ("flags", "executed", "exec_s", "write_s", "blind", "extra", "plain")
+
+    def __init__(self, m: int):
+        self.flags = [0] * m
+        self.executed = [0] * m
+        self.exec_s = [0.0] * m
+        self.write_s = 0.0  # observation writes of the whole command, shared by its entries
+        self.blind: set[int] = set()  # its reset failed: nothing to observe
+        self.extra: dict[int, dict[str, Any]] = {}
+        self.plain = True
+
+    def flag(self, position: int, flag: int) -> None:
+        self.flags[position] |= flag
+        self.plain = False
+
+    def info(self, position: int) -> dict[str, Any]:
+        self.plain = False
+        return self.extra.setdefault(position, {}).setdefault("info", {})
+
+    def error(self, position: int, error: tuple[str, str]) -> None:
+        self.extra.setdefault(position, {})["error"] = error
+        self.flag(position, ERROR)
+
+
+class Placement:
+    """Where some of a command's results go: the positions written to one page and their slots, and
+    the rows to copy them to (a slice when the slots are consecutive, the usual case)."""
+
+    __slots__ = ("page", "positions", "slots", "rows", "claimed")
+
+    def __init__(self, page: int, positions: list[int], slots: list[int], claimed: bool):
+        self.page, self.positions, self.slots, self.claimed = page, positions, slots, claimed
+        first = slots[0]
+        consecutive = slots == list(range(first, first + len(slots)))
+        self.rows: Any = slice(first, first + len(slots)) if consecutive else np.array(slots)
+
+
+class Runner:
+    """Runs the commands of one worker over its EnvGroup."""
+
+    def __init__(self, group: EnvGroup, buffers: SharedBuffers, spec: WorkerSpec,
+                 device_pages: list[dict[str, dict[str, Any]]] | None = None):
+        """device_pages: per page, "obs" (and "chunk") arrays that the group keeps on its device,
+        instead of the shared block's."""
+        g = group.size
+        self.group = group
+        self.buffers = buffers
+        self.spec = spec
+        self.next_step = spec.autoreset_mode == "next_step"
+        self.same_step = spec.autoreset_mode == "same_step"
+        self.max_steps = spec.config.max_episode_steps
+        self.env = [-1] * g  # the env each instance serves (-1: a spare)
+        self.over = [True] * g  # the next command resets it (never started, or the episode ended)
+        self.ready = [False] * g  # reset done ahead; its info waits in reset_infos
+        self.notice = [False] * g  # restarted: report it with the next command
+        self.reset_failed = [False] * g  # its last reset raised: retry when asked, not ahead
+        self.elapsed = [0] * g
+        self.reset_infos: list[Any] = [None] * g
+        self.reset_s = [0.0] * g  # reset seconds not yet reported
+        self.ahead: collections.deque[int] = collections.deque()  # episodes ended: reset ahead (eager)
+        self.actions = buffers.arrays["actions"]
+        self.layout = observation_spec(spec.config)
+        self.block = np.zeros((g, 4, spec.max_chunk))  # outcomes of a command, by position
+        observations = device_pages or [
+            {"obs": buffers.group(f"page{p}/obs"), "chunk": buffers.group(f"page{p}/chunk")} for p in (0, 1)]
+        self.obs = [observations[p]["obs"] for p in (0, 1)]
+        self.outcome = [buffers.arrays[f"page{p}/outcome"] for p in (0, 1)]
+        self.page_env = [buffers.arrays[f"page{p}/env"] for p in (0, 1)]
+        # the observation after sub-step t of a chunk: one views dict per page and t, made once
+        self.chunk_views = [
+            [{key: view[:, t] for key, view in observations[p].get("chunk", {}).items()} for t in range(spec.max_chunk)]
+            for p in (0, 1)
+        ] if spec.chunk_obs == "all" else None
+        self.recorders: dict[int, Any] = {}
+
+    # ------------------------------------------------------------------ resets
+    def _reset(self, local: list[int], seeds: list, options: list) -> None:
+        """Reset these instances now; their infos wait in reset_infos until delivered."""
+        if not local:
+            return
+        start = time.perf_counter()
+        infos = self.group.reset(np.array(local), seeds, options)
+        share = (time.perf_counter() - start) / len(local)
+        for i, info in zip(local, infos):
+            self.reset_s[i] += share
+            self.reset_infos[i] = info
+            self.reset_failed[i] = isinstance(info, tuple)
+            self.elapsed[i] = 0
+            self.ready[i] = True
+
+    def _end_episode(self, i: int) -> None:
+        """Instance i's episode is over: the next command resets it, or it is reset ahead."""
+        self.over[i], self.ready[i] = True, False
+        self.ahead.append(i)
+
+    def reset_one_ahead(self) -> bool:
+        """Eager reset: reset one instance whose episode is over. False when none is left."""
+        while self.ahead:
+            i = self.ahead.popleft()
+            if self.over[i] and not self.ready[i] and not self.reset_failed[i]:
+                self._reset([i], [None], [None])
+                return True
+        return False
+
+    def _take_reset(self, d: Delivery, position: int, i: int) -> None:
+        """Deliver instance i's pending reset: its info, or its failure (the episode stays over)."""
+        info = self.reset_infos[i]
+        self.reset_infos[i] = None
+        self.ready[i] = False
+        if isinstance(info, tuple):
+            d.error(position, info)
+            d.flag(position, EPISODE_OVER)
+            d.blind.add(position)
+            self.over[i] = True
+        else:
+            self.over[i] = False
+            d.info(position).update(info or {})
+            self._start_video(i)
+
+    # ------------------------------------------------------------------ steps
+    def step(self, page: int, k: int, entries: np.ndarray) -> tuple[np.ndarray, dict | None, tuple]:
+        """k actions for each entry (autoresetting those whose episode is over). Returns the records
+        (none: a plain reply), the payload and the plain reply's (page, first slot, exec s, write s)."""
+        local, envs = entries["instance"].tolist(), entries["env"].tolist()
+        m = len(local)
+        d = Delivery(m)
+        over, notice = self.over, self.notice
+        special = [p for p in range(m) if over[local[p]] or notice[local[p]]]
+        if k > 1 or special:
+            self.block[:m, :, :k] = 0.0  # actions an entry does not run read as zeros
+        for p in special:
+            i = local[p]
+            self.env[i] = envs[p]
+            if notice[i]:
+                self._notify(d, p, i)
+                continue
+            if not self.ready[i]:
+                self._reset([i], [None], [None])
+            d.flag(p, AUTORESET)
+            d.info(p)["autoreset"] = True
+            self._take_reset(d, p, i)
+        active = [p for p in range(m) if p not in special] if special else list(range(m))
+        # claim slots after stepping, so a slow env holds no slot while it steps; but sub-step
+        # observations (chunk_obs="all") need their slots from the first sub-step
+        placed = self._place(page, entries) if self.chunk_views is not None else None
+        self._run(d, entries, local, k, active, placed)
+        if placed is None:
+            placed = self._place(page, entries)
+        return self._deliver(d, entries, local, envs, placed, k)
+
+    def _notify(self, d: Delivery, position: int, i: int) -> None:
+        """A restart replaced the command in flight: the episode was cut (truncated), the instance
+        already started a new one. With next-step autoreset the next command is a free autoreset."""
+        self.notice[i] = False
+        d.flag(position, RESTARTED)
+        self.block[position, TRUNCATED, 0] = 1.0
+        info = self.reset_infos[i]
+        self.reset_infos[i] = {} if self.next_step else None
+        if isinstance(info, tuple):
+            d.error(position, info)
+        elif info:
+            d.info(position).update(info)
+        if self.same_step:
+            self.over[i], self.ready[i] = False, False
+        else:
+            d.flag(position, EPISODE_OVER)
+            self.over[i] = True
+
+    def _run(self, d: Delivery, entries: np.ndarray, local: list[int], k: int, active: list[int],
+             placed: list[Placement] | None) -> None:
+        """Up to k actions for the entries at `active`, each stopping at its episode's end."""
+        block, elapsed, max_steps, m = self.block, self.elapsed, self.max_steps, len(local)
+        for t in range(k):
+            if not active:
+                return
+            whole = len(active) == m
+            rows = entries if whole else entries[active]
+            result = self.group.step(rows["instance"], self.actions[rows["env"], t])
+            share = result.seconds / len(active)
+            rewards, terminated = result.reward.tolist(), result.terminated.tolist()
+            cut = result.truncated.tolist() if result.truncated is not None else None
+            ended = []
+            for j, p in enumerate(active):
+                i = local[p]
+                elapsed[i] += 1
+                d.exec_s[p] += share
+                d.executed[p] += 1
+                done = bool(terminated[j])
+                truncated = not done and (elapsed[i] >= max_steps or (cut is not None and bool(cut[j])))
+                block[p, REWARD, t] = rewards[j]
+                block[p, TERMINATED, t] = done
+                block[p, TRUNCATED, t] = truncated
+                block[p, EXECUTED, t] = 1.0
+                if done or truncated:
+                    ended.append(p)
+            for j, error in result.errors.items():
+                p = active[j]
+                d.error(p, error)
+                block[p, TERMINATED, t] = 0.0  # not the task's termination: the episode is simply over
+                if p not in ended:
+                    ended.append(p)
+            for j, info in result.infos.items():
+                d.info(active[j]).update(info)
+            if self.spec.video is not None:
+                self._capture([local[p] for p in active])
+            if placed is not None:  # chunk_obs="all": the observation after sub-step t
+                self._observe(d, entries, placed, None if len(active) == m else set(active), t)
+            if ended:
+                self._end(d, ended, local)
+                gone = set(ended)
+                active = [p for p in active if p not in gone]
+
+    def _end(self, d: Delivery, positions: list[int], local: list[int]) -> None:
+        if not self.same_step:
+            for p in positions:
+                d.flag(p, EPISODE_OVER)
+                self._end_episode(local[p])
+            return
+        # same-step autoreset: the final observation goes into the info, the slot gets the new episode's
+        instances = [local[p] for p in positions]
+        final = [{key: np.empty(s.shape, s.dtype) for key, s in self.layout.items()} for _ in instances]
+        for i, out in zip(instances, final):
+            self.group.write_one(i, out)
+        self._reset(instances, [None] * len(instances), [None] * len(instances))
+        for p, i, obs in zip(positions, instances, final):
+            final_info = d.extra.get(p, {}).pop("info", {})
+            self._take_reset(d, p, i)
+            d.info(p).update(final_obs=obs, final_info=final_info)
+
+    # ------------------------------------------------------------------ results
+    def _place(self, page: int, entries: np.ndarray) -> list[Placement]:
+        """Each entry's slot: its fixed destination on `page`, or the next free slots of the filling
+        page (claimed together, so consecutive). Entries held (HOLD) go nowhere."""
+        dest = entries["dest"].tolist()
+        claims = [p for p, slot in enumerate(dest) if slot == CLAIM]
+        placed = []
+        if len(claims) < len(dest):
+            fixed = [p for p, slot in enumerate(dest) if slot >= 0]
+            if fixed:
+                placed.append(Placement(page, fixed, [dest[p] for p in fixed], False))
+        if claims:
+            claimed_page, first = self.buffers.claim(entries["env"] if len(claims) == len(dest)
+                                                     else entries["env"][claims])
+            placed.append(Placement(claimed_page, claims, list(range(first, first + len(claims))), True))
+        return placed
+
+    def _observe(self, d: Delivery, entries: np.ndarray, placed: list[Placement], wanted: set[int] | None,
+                 t: int | None = None) -> None:
+        """Observations of the entries at `wanted` (None: all) into their slots: the result's, or (t)
+        a chunk's sub-step t. A failure is reported as the entry's error."""
+        start = time.perf_counter()
+        for place in placed:
+            positions, slots = place.positions, place.slots
+            if wanted is not None:
+                keep = [j for j, p in enumerate(positions) if p in wanted]
+                positions, slots = [positions[j] for j in keep], [slots[j] for j in keep]
+            if not positions:
+                continue
+            chosen = entries["instance"] if len(positions) == len(entries) else entries["instance"][positions]
+            views = self.obs[place.page] if t is None or self.chunk_views is None else self.chunk_views[place.page][t]
+            for j, error in self.group.observe(chosen, views, np.array(slots)).items():
+                d.error(positions[j], error)
+                if t is None:
+                    d.flag(positions[j], EPISODE_OVER)
+                    self._end_episode(int(chosen[j]))
+        d.write_s += time.perf_counter() - start
+
+    def _deliver(self, d: Delivery, entries: np.ndarray, local: list[int], envs: list[int],
+                 placed: list[Placement], k: int) -> tuple[np.ndarray, dict | None, tuple]:
+        """Write outcomes and observations of the entries with a destination. Returns the reply's
+        records (none when plain), payload, and a plain reply's (page, first claimed slot, exec
+        seconds, write seconds)."""
+        m = len(local)
+        for place in placed:
+            block = self.block[:m] if len(place.positions) == m else self.block[place.positions]
+            self.outcome[place.page][place.rows, :, :k] = block[:, :, :k]
+        self._observe(d, entries, placed, set(range(m)) - d.blind if d.blind else None)
+        if d.plain and len(placed) == 1 and len(placed[0].positions) == m:
+            place = placed[0]
+            return NO_RECORDS, None, (place.page, place.slots[0] if place.claimed else CLAIM, sum(d.exec_s),
+                                      d.write_s)
+        where = {p: (slot, place.page) for place in placed for p, slot in zip(place.positions, place.slots)}
+        write_share = d.write_s / max(1, len(where))
+        rows = []
+        for p, i in enumerate(local):
+            slot, page = where.get(p, (-1, 0))
+            flags = d.flags[p] | (HAS_PAYLOAD if p in d.extra else 0)
+            rows.append((envs[p], slot, page, flags, d.executed[p], d.exec_s[p], write_share if p in where else 0.0,
+                         self.reset_s[i]))
+            self.reset_s[i] = 0.0
+        records = np.array(rows, np.float64).reshape(-1, len(RECORD_FIELDS))
+        return records, {envs[p]: extra for p, extra in d.extra.items()} or None, (0, CLAIM, 0.0, 0.0)
+
+    # ------------------------------------------------------------------ resets and calls
+    def reset(self, page: int, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None, tuple]:
+        """payload: (seeds, options, kinds), one each per entry (see protocol's reset kinds)."""
+        seeds, options, kinds = payload
+        local, envs, dest = entries["instance"].tolist(), entries["env"].tolist(), entries["dest"].tolist()
+        for i, env, kind in zip(local, envs, kinds):
+            self.env[i] = -1 if kind == SPARE else env
+        # a reset done ahead (eager, after a restart) serves a reset that asks for no seed or options
+        again = [p for p, (i, kind) in enumerate(zip(local, kinds)) if kind != OBSERVE and not (
+            kind == RESULT and self.ready[i] and seeds[p] is None and not options[p])]
+        self._reset([local[p] for p in again], [seeds[p] for p in again], [options[p] for p in again])
+        m = len(local)
+        d = Delivery(m)
+        d.plain = False
+        self.block[:m, :, :1] = 0.0
+        for position, (i, kind) in enumerate(zip(local, kinds)):
+            if kind == OBSERVE:  # the episode goes on as it was
+                if self.over[i]:
+                    d.flag(position, EPISODE_OVER)
+                continue
+            if kind == NOTICE:
+                self._notify(d, position, i)
+            elif dest[position] == HOLD or kind == SPARE:
+                self.over[i], self.notice[i] = True, kind != SPARE  # the reset waits for the env's next command
+                if isinstance(self.reset_infos[i], tuple):
+                    d.error(position, self.reset_infos[i])
+            else:
+                if self.notice[i]:
+                    self.notice[i] = False
+                    d.flag(position, RESTARTED)
+                self._take_reset(d, position, i)
+        return self._deliver(d, entries, local, envs, self._place(page, entries), 1)
+
+    def call(self, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None, tuple]:
+        name, args, kwargs, ends_episode = payload
+        results: dict[int, Any] = {}
+        flags = []
+        for i, env in zip(entries["instance"].tolist(), entries["env"].tolist()):
+            try:
+                results[env] = {"result": self.group.call(i, name, args, kwargs)}
+                flags.append(HAS_PAYLOAD)
+            except Exception as error:
+                results[env] = {"error": failure(error)}
+                flags.append(HAS_PAYLOAD | ERROR)
+            if ends_episode:  # the env resets at its next command (or ahead of it)
+                self._end_episode(i)
+        records = np.array([(env, -1, 0, flag, 0, 0, 0, 0) for env, flag in zip(entries["env"].tolist(), flags)],
+                           np.float64).reshape(-1, len(RECORD_FIELDS))
+        return records, results, (0, CLAIM, 0.0, 0.0)
+
+    # ------------------------------------------------------------------ video
+    def _recorder(self, i: int):
+        video, env = self.spec.video, self.env[i]
+        if video is None or env < 0 or not video.records(env):
+            return None
+        recorder = self.recorders.get(env)
+        if recorder is None:
+            from .video import VideoRecorder  # imageio: only recording workers pay for it
+
+            recorder = self.recorders[env] = VideoRecorder(video, env)
+        return recorder
+
+    def _start_video(self, i: int) -> None:
+        recorder = self._recorder(i)
+        if recorder is not None:
+            recorder.start_episode()
+            recorder.capture(lambda camera: self.group.render_rgb(i, camera))
+
+    def _capture(self, local: list[int]) -> None:
+        for i in local:
+            recorder = self._recorder(i)
+            if recorder is not None:
+                recorder.capture(lambda camera, i=i: self.group.render_rgb(i, camera))
+
+    def close(self) -> None:
+        for recorder in self.recorders.values():
+            recorder.close()
+        self.group.close()
