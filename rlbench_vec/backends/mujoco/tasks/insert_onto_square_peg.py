@@ -1,0 +1,90 @@
+"""insert_onto_square_peg (PerAct's RLBench: rlbench/tasks/insert_onto_square_peg.py): put the square ring
+onto the spoke of the variation's colour (RLBench's 20 colours); the other two spokes have distractor colours.
+
+Success (as RLBench): the ring detected around the chosen spoke (RLBench's four detectors round the spoke's
+foot become one box region there holding the ring's centre). Departures: the ring is a frame of four boxes,
+the spokes square pegs on a common bar placed at random (±11° yaw), the chosen spoke's place on the bar
+drawn per episode. State: ring xyz + quaternion xyzw, then the three spokes' xyz (the chosen one first)."""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from ..scene import SCENERY, TABLE_TOP_Z, Scene, axis_angle_quat, geom
+from .base import (
+    COLORS,
+    Task,
+    Waypoint,
+    World,
+    body_position,
+    body_quat,
+    body_yaw,
+    pick_and_place,
+    pick_colours,
+    square_yaw,
+    top_down_quat,
+)
+from .conditions import DetectedCondition
+from .objects import FRICTION, mocap_body, region
+
+SPOKES = ("spoke0", "spoke1", "spoke2")  # spoke0 is the variation's
+
+
+class InsertOntoSquarePeg(Task):
+    name = "insert_onto_square_peg"
+    variation_count = len(COLORS)
+    RING_OUTER, RING_BAR, RING_HALF_HEIGHT = 0.05, 0.01, 0.015  # half sizes: the hole is 8 cm wide
+    SPOKE_HALF, SPOKE_HALF_HEIGHT = 0.012, 0.06
+    SPACING = 0.12  # between spokes
+
+    def build(self, scene: Scene) -> None:
+        spokes = [mocap_body(scene.worldbody, name) for name in SPOKES]
+        for name, spoke in zip(SPOKES, spokes):
+            geom(spoke, "box", (0.5, 0.5, 0.5, 1.0), SCENERY, name=name,
+                 size=(self.SPOKE_HALF, self.SPOKE_HALF, self.SPOKE_HALF_HEIGHT), pos=(0, 0, self.SPOKE_HALF_HEIGHT))
+        region(spokes[0], "success", half_size=(0.02, 0.02, 0.03), position=(0, 0, 0.03))
+        ring = ET.SubElement(scene.worldbody, "body", name="ring", pos="0 0 1")
+        ET.SubElement(ring, "freejoint", name="ring")
+        middle = self.RING_OUTER - self.RING_BAR
+        across, along = (self.RING_BAR, self.RING_OUTER), (self.RING_OUTER, self.RING_BAR)
+        for x, y, half in ((middle, 0, across), (-middle, 0, across), (0, middle, along), (0, -middle, along)):
+            geom(ring, "box", (0.9, 0.6, 0.2, 1.0), SCENERY, size=(*half, self.RING_HALF_HEIGHT), pos=(x, y, 0),
+                 mass="0.01", friction=FRICTION, condim="4")
+
+    def descriptions(self, variation: int) -> list[str]:
+        colour = COLORS[variation][0]
+        return [f"put the ring on the {colour} spoke", f"slide the ring onto the {colour} colored spoke",
+                f"place the ring onto the {colour} spoke"]
+
+    def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
+        yaw = rng.uniform(-0.2, 0.2)
+        centre = np.array([rng.uniform(0.2, 0.3), rng.uniform(-0.2, -0.05), TABLE_TOP_Z])
+        along = np.array([-math.sin(yaw), math.cos(yaw), 0.0])
+        for name, slot, colour in zip(SPOKES, rng.permutation(3) - 1, pick_colours(rng, variation, 2)):
+            world.set_pose(name, centre + slot * self.SPACING * along, axis_angle_quat((0, 0, 1), yaw))
+            world.set_colour(name, colour)
+        ring_xy = (rng.uniform(0.05, 0.2), rng.uniform(0.1, 0.25))
+        world.set_pose("ring", (*ring_xy, TABLE_TOP_Z + self.RING_HALF_HEIGHT),
+                       axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
+
+    def success(self, variation: int) -> DetectedCondition:
+        return DetectedCondition("ring", "success")
+
+    def low_dim_state(self, variation: int):
+        return (body_position("ring"), body_quat("ring"), *(body_position(name) for name in SPOKES))
+
+    def oracle(self, world: World, variation: int) -> list[Waypoint]:
+        ring, ring_yaw = world.position("ring"), body_yaw(world.quat("ring"))
+        middle = self.RING_OUTER - self.RING_BAR
+        grasp_offset = middle * np.array([math.cos(ring_yaw), math.sin(ring_yaw), 0.0])  # the bar at the ring's +x
+        # fingers close across that bar, along the ring's x axis: the gripper's yaw is the ring's minus 90 degrees
+        quat = top_down_quat(square_yaw(ring_yaw - math.pi / 2, math.pi))
+        spoke = world.position("spoke0")
+        drop = np.array([spoke[0], spoke[1], TABLE_TOP_Z + self.RING_HALF_HEIGHT + 0.01]) + grasp_offset
+        return pick_and_place(ring + grasp_offset, quat, drop, clearance=2 * self.SPOKE_HALF_HEIGHT + 0.06)
+
+
+TASK = InsertOntoSquarePeg
