@@ -34,6 +34,7 @@ import numpy as np
 import psutil
 
 from rlbench_vec import Demo
+from rlbench_vec.cli import ArgumentParser, run_main
 from rlbench_vec.collect import CollectConfig, collect
 from rlbench_vec.datasets import read_episode, write_episode
 from rlbench_vec.datasets.rlbench_format import encode_depth, encode_mask, png_bytes
@@ -166,7 +167,7 @@ def plot(results: list[dict], path: Path, title: str) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--tag", required=True, help="names the outputs: collect_{tag}.json / .png")
     parser.add_argument("--task", default="pick_and_lift")
     parser.add_argument("--episodes", type=int, default=100)
@@ -243,4 +244,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main, "python benchmarks/collect_bench.py")

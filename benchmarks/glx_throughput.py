@@ -14,7 +14,6 @@ on the GPU machine (xvfb-cpu: Mesa's llvmpipe; xvfb-gpu: NVIDIA's GLX library).
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import time
@@ -26,6 +25,7 @@ import numpy as np
 
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.bench import ActionSampler
+from rlbench_vec.cli import ArgumentParser, run_main
 
 WARMUP_STEPS = 10
 MIN_STEPS = 10
@@ -82,7 +82,7 @@ def run(mode: str, num_envs: int, seconds: float, images: Path | None = None,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--modes", nargs="+", default=["xvfb-cpu", "xvfb-gpu"])
     parser.add_argument("--num_envs", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--seconds", type=float, default=10.0, help="timed stepping per run")
@@ -101,4 +101,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "python benchmarks/glx_throughput.py")

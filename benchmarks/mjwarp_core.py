@@ -13,7 +13,6 @@ before, per world.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import os
@@ -25,6 +24,7 @@ from importlib.metadata import version
 import numpy as np
 import torch
 
+from rlbench_vec.cli import ArgumentParser, run_main
 from rlbench_vec.config import CAMERAS, EnvConfig
 
 ACTION_SETS = 8  # distinct random action batches, cycled
@@ -112,7 +112,7 @@ def measure(arm_mode: str, num_worlds: int, rounds: int, device: str, task: str)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--num_worlds", type=int, nargs="+", default=[16, 64, 256, 1024, 4096])
     parser.add_argument("--arm_modes", nargs="+", default=["joint_velocity", "ik"])
     parser.add_argument("--rounds", type=int, default=20)
@@ -149,4 +149,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "python benchmarks/mjwarp_core.py")

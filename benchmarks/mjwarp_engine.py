@@ -23,7 +23,6 @@ Each bench run goes through bench.main in this process; its exact command is rec
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -35,6 +34,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import numpy as np
+
+from rlbench_vec.cli import ArgumentParser, run_main
 
 SIZES = (16, 64, 256, 1024, 4096)
 STEPS = {16: 100, 64: 100, 256: 60, 1024: 40, 4096: 20}  # timed actions per env: ~2-10 s per run
@@ -279,7 +280,7 @@ def plot(path: str, png: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--parts", nargs="+", default=["core", "check", "engine", "mujoco"],
                         choices=["core", "check", "engine", "mujoco"])
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
@@ -314,4 +315,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "python benchmarks/mjwarp_engine.py")

@@ -11,7 +11,6 @@ Writes {out}/mujoco_groups_{tag}.json.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -21,6 +20,7 @@ import time
 import numpy as np
 
 from rlbench_vec import RLBenchVectorEnv
+from rlbench_vec.cli import ArgumentParser, run_main
 
 
 def measure(num_envs: int, per_worker: int, renderer: str, steps: int, max_episode_steps: int) -> dict:
@@ -45,7 +45,7 @@ def measure(num_envs: int, per_worker: int, renderer: str, steps: int, max_episo
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--tag", required=True)
     parser.add_argument("--num_envs", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--envs_per_worker", type=int, nargs="+", default=[1, 2, 4, 8])
@@ -71,4 +71,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "python benchmarks/mujoco_groups.py")

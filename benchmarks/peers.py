@@ -38,6 +38,7 @@ import numpy as np
 
 from rlbench_vec import EnvConfig, RLBenchVectorEnv
 from rlbench_vec.backends.synthetic import SyntheticBackend
+from rlbench_vec.cli import ArgumentParser, run_main
 from rlbench_vec.spec import action_size, observation_spec
 
 # name -> synthetic backend options, and env-steps timed per measurement (spread over the envs, at
@@ -281,7 +282,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--tag", required=True, help='names the output files, e.g. "cpu2" or "gpu16"')
     parser.add_argument("--num_envs", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64])
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
@@ -307,4 +308,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "python benchmarks/peers.py")

@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from rlbench_vec import RLBenchVectorEnv
+from rlbench_vec.cli import ArgumentParser, run_main
 
 MODES = ("off", "eager", "spares")
 LOOPS = ("sync", "async")
@@ -95,7 +96,7 @@ def plot(report: dict, path: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--tag", required=True)
     parser.add_argument("--num_envs", type=int, default=16)
     parser.add_argument(
@@ -133,4 +134,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "python benchmarks/reset_overlap.py")

@@ -39,6 +39,7 @@ import numpy as np
 import psutil
 
 from rlbench_vec import RLBenchVectorEnv
+from rlbench_vec.cli import ArgumentParser, run_main
 from rlbench_vec.shm import PREFIX, SHM_DIR
 
 MB = 1 << 20
@@ -205,7 +206,7 @@ def make_run(name: str, args: argparse.Namespace, recycle: int | None, rng: rand
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--num_envs", type=int, default=8)
     parser.add_argument("--envs_per_worker", type=int, default=1, help="1, as for RLBench (one CoppeliaSim each)")
     parser.add_argument("--steps", type=int, default=3000, help="vector steps (when --minutes is not given)")
@@ -304,4 +305,4 @@ def print_result(result: dict) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main, "python benchmarks/soak.py")

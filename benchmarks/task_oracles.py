@@ -13,7 +13,6 @@ prints the task's row of docs/tasks.md's table.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -27,6 +26,7 @@ import numpy as np
 from rlbench_vec import list_tasks
 from rlbench_vec.backends.mujoco import BACKEND
 from rlbench_vec.backends.mujoco.backend import task_class
+from rlbench_vec.cli import ArgumentParser, run_main
 from rlbench_vec.config import ARM_MODES, EnvConfig
 from rlbench_vec.spec import observation_spec
 
@@ -70,8 +70,7 @@ def table_row(report: dict, out: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", nargs="+", default=["all"],
                         help="task names, or all: " + " ".join(list_tasks("mujoco")))
     parser.add_argument("--demos", type=int, default=100, help="seeded demos per task")
@@ -90,8 +89,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except KeyboardInterrupt:
-        print("task_oracles: interrupted", file=sys.stderr)
-        sys.exit(130)
+    run_main(main, "python benchmarks/task_oracles.py")

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import psutil
 
-from .cli import ArgumentParser, run
+from .cli import ArgumentParser, run_main
 from .config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, POSE_ARM_MODES, EnvConfig, VideoConfig
 from .distributed import RankInfo
 from .vector_env import RLBenchVectorEnv
@@ -473,4 +473,4 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any] | None:
 
 
 if __name__ == "__main__":
-    run(main, "python -m rlbench_vec.bench")
+    run_main(main, "python -m rlbench_vec.bench")

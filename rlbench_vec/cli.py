@@ -36,7 +36,7 @@ class ArgumentParser(argparse.ArgumentParser):
         return super().add_argument(*args, **kwargs)
 
 
-def run(main: Callable[[], Any], prog: str, on_interrupt: str = "interrupted") -> NoReturn:
+def run_main(main: Callable[[], Any], prog: str, on_interrupt: str = "interrupted") -> NoReturn:
     """Runs a command's main and exits with the status it returns (an int; anything else is 0); Ctrl-C
     prints one line instead of a traceback."""
     try:

@@ -39,7 +39,7 @@ import numpy as np
 from .backends import backend_class, list_tasks
 from .backends.base import Backend
 from .backends.mujoco.backend import task_class
-from .cli import INTERRUPTED, ArgumentParser, run
+from .cli import INTERRUPTED, ArgumentParser, run_main
 from .config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, EnvConfig, VectorConfig, integer
 from .datasets import remove_stale_staging
 from .datasets.lerobot_format import LeRobotOptions
@@ -477,4 +477,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    run(main, "python -m rlbench_vec.collect", on_interrupt="interrupted before the collection started")
+    run_main(main, "python -m rlbench_vec.collect", on_interrupt="interrupted before the collection started")

@@ -17,7 +17,6 @@ Prints a table and writes the JSON.
 
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import time
@@ -27,6 +26,7 @@ import numpy as np
 import torch
 
 from rlbench_vec import RLBenchVectorEnv
+from rlbench_vec.cli import ArgumentParser, run_main
 from rlbench_vec.tensors import register_pinned, unregister_pinned
 
 MB = 1 << 20
@@ -102,12 +102,12 @@ def throughput(mode: str, num_envs: int, image_size: int, step_cost_s: float, st
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes-mb", type=int, nargs="+", default=[1, 16, 64, 256])
+    parser = ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes_mb", type=int, nargs="+", default=[1, 16, 64, 256])
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--num-envs", type=int, nargs="+", default=[4, 16])
-    parser.add_argument("--image-size", type=int, default=128)
-    parser.add_argument("--step-cost-s", type=float, nargs="+", default=[0.0, 0.005])
+    parser.add_argument("--num_envs", type=int, nargs="+", default=[4, 16])
+    parser.add_argument("--image_size", type=int, default=128)
+    parser.add_argument("--step_cost_s", type=float, nargs="+", default=[0.0, 0.005])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--out", default="bench_cuda.json")
     args = parser.parse_args()
@@ -133,4 +133,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "python scripts/bench_cuda.py")

@@ -34,6 +34,7 @@ import psutil
 
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.backends.mujoco.backend import resolve_renderer
+from rlbench_vec.cli import ArgumentParser, run_main
 from rlbench_vec.config import CAMERAS, EnvConfig
 
 JOINT_SPEED = 0.5  # rad/s, uniform in +-
@@ -137,7 +138,7 @@ def render_only(args: argparse.Namespace, repeats: int = 20) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--num_envs", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--arm_modes", nargs="+", default=["joint_velocity", "ik"], choices=["joint_velocity", "ik"])
     parser.add_argument("--renderer", default=None, help="egl, osmesa or glfw (default: the backend's choice)")
@@ -187,4 +188,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "python scripts/bench_mujoco.py")

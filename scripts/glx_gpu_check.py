@@ -26,7 +26,6 @@ channels), <= 1e-3 of the depth range (depth), not at all (mask).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -46,6 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 
 from rlbench_vec import display as glx  # noqa: E402  (after the sys.path line above)
+from rlbench_vec.cli import ArgumentParser, run_main  # noqa: E402
 
 FBO_PROGRAM = REPO / "tests" / "programs" / "glx_fbo_readback.py"
 RGB_LEVELS, DEPTH_FRACTION, SHARE = 8, 1e-3, 0.99
@@ -268,7 +268,7 @@ def mujoco(report: Report, result: dict, num_envs: list[int], seconds: float) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seconds", type=float, default=8.0, help="timed stepping per mujoco run")
     parser.add_argument("--num_envs", type=int, nargs="+", default=[1, 4, 16, 64])
@@ -288,4 +288,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "python scripts/glx_gpu_check.py")

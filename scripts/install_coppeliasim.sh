@@ -2,13 +2,13 @@
 # Install CoppeliaSim 4.1 (official tarball), PyRep and RLBench for rlbench_vec's backend="rlbench".
 # The same steps build docker/Dockerfile. Made for Ubuntu 20.04, the release CoppeliaSim 4.1 supports.
 #
-# Usage: scripts/install_coppeliasim.sh [--dry-run] [--root DIR] [--python PYTHON] [--skip-system-packages]
-#   --dry-run               print every command instead of running it
+# Usage: scripts/install_coppeliasim.sh [--dry_run] [--root DIR] [--python PYTHON] [--skip_system_packages]
+#   --dry_run               print every command instead of running it
 #   --root DIR              where CoppeliaSim goes (default: $COPPELIASIM_ROOT, else ~/CoppeliaSim); must stay
 #                           writable while PyRep installs (it writes a symlink and settings there)
 #   --python PYTHON         the interpreter (of your virtualenv, Python >= 3.11 for rlbench_vec) to install PyRep
 #                           and RLBench into (default: python3)
-#   --skip-system-packages  no apt-get (no root needed; install the packages listed below yourself)
+#   --skip_system_packages  no apt-get (no root needed; install the packages listed below yourself)
 set -euo pipefail
 
 COPPELIASIM_URL="https://downloads.coppeliarobotics.com/V4_1_0/CoppeliaSim_Edu_V4_1_0_Ubuntu20_04.tar.xz"
@@ -42,17 +42,17 @@ PYTHON=python3
 SYSTEM=1
 while [[ $# -gt 0 ]]; do
     case "$1" in
-        --dry-run) DRY_RUN=1 ;;
+        --dry_run) DRY_RUN=1 ;;
         --root) ROOT="$2"; shift ;;
         --python) PYTHON="$2"; shift ;;
-        --skip-system-packages) SYSTEM=0 ;;
+        --skip_system_packages) SYSTEM=0 ;;
         -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
 
-run() {  # run a command, or print it in --dry-run
+run() {  # run a command, or print it in --dry_run
     if [[ $DRY_RUN == 1 ]]; then
         printf '+'; printf ' %q' "$@"; printf '\n'
     else

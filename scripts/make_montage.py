@@ -9,13 +9,13 @@ episode; then open_drawer's depth (near = dark) and mask (one colour per object 
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import imageio.v3 as iio
 import numpy as np
 
 from rlbench_vec.backends.mujoco import BACKEND
+from rlbench_vec.cli import ArgumentParser, run_main
 from rlbench_vec.config import CAMERAS, EnvConfig
 from rlbench_vec.spec import observation_spec
 
@@ -45,7 +45,7 @@ def colour_ids(mask: np.ndarray) -> np.ndarray:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=160, help="pixels per camera image (square)")
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--out", default="docs/camera_montage.png")
@@ -74,4 +74,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "python scripts/make_montage.py")

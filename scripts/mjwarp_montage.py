@@ -9,13 +9,13 @@ rgb, depth (0 .. 2 m as black .. white), mask (one colour per body id).
 
 from __future__ import annotations
 
-import argparse
 import itertools
 
 import imageio.v3 as iio
 import numpy as np
 
 from rlbench_vec.backends.mujoco.backend import MujocoBackend
+from rlbench_vec.cli import ArgumentParser, run_main
 from rlbench_vec.config import EnvConfig
 from rlbench_vec.spec import observation_spec
 
@@ -31,7 +31,7 @@ def to_rgb(key: str, image: np.ndarray) -> np.ndarray:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__)
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--actions", type=int, default=2, help="oracle actions taken before the pictures")
     parser.add_argument("--out", default="docs/mjwarp_montage.png")
@@ -61,4 +61,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "python scripts/mjwarp_montage.py")

@@ -1,5 +1,5 @@
 """scripts/install_coppeliasim.sh and the Docker image built with it. Nothing is downloaded here:
---dry-run prints the steps, and a run with stand-in commands exercises the real code path."""
+--dry_run prints the steps, and a run with stand-in commands exercises the real code path."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_script_is_valid_bash():
 
 def test_dry_run_prints_every_step_and_changes_nothing(tmp_path):
     root = tmp_path / "CoppeliaSim"
-    result = install("--dry-run", "--root", str(root), "--python", "/opt/venv/bin/python")
+    result = install("--dry_run", "--root", str(root), "--python", "/opt/venv/bin/python")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert not root.exists()
@@ -56,7 +56,7 @@ def test_dry_run_prints_every_step_and_changes_nothing(tmp_path):
 
 
 def test_without_system_packages_no_apt(tmp_path):
-    result = install("--dry-run", "--skip-system-packages", "--root", str(tmp_path / "cs"))
+    result = install("--dry_run", "--skip_system_packages", "--root", str(tmp_path / "cs"))
     assert result.returncode == 0 and "apt-get" not in result.stdout and URL in result.stdout
 
 
@@ -66,7 +66,7 @@ def test_unknown_argument_is_refused():
 
 
 def test_real_run_with_stand_in_commands(tmp_path):
-    """curl, tar, git and python replaced by stubs that log: checks what --dry-run cannot (the env
+    """curl, tar, git and python replaced by stubs that log: checks what --dry_run cannot (the env
     file written and usable, PyRep built from inside its checkout with gcc and the variables exported)."""
     bin_dir, log, root = tmp_path / "bin", tmp_path / "calls.log", tmp_path / "CoppeliaSim"
     bin_dir.mkdir()
@@ -79,7 +79,7 @@ def test_real_run_with_stand_in_commands(tmp_path):
     for name, body in stubs.items():
         (bin_dir / name).write_text(f"#!/bin/sh\necho \"{name} $*\" >> \"$LOG\"\n{body}\n")
         (bin_dir / name).chmod(0o755)
-    result = install("--skip-system-packages", "--root", str(root), "--python", str(bin_dir / "python"),
+    result = install("--skip_system_packages", "--root", str(root), "--python", str(bin_dir / "python"),
                      env={"PATH": f"{bin_dir}:{os.environ['PATH']}", "LOG": str(log)})
     assert result.returncode == 0, result.stderr
     assert f"source {root}/rlbench_env.sh" in result.stdout

@@ -24,13 +24,15 @@ def test_list_tasks_names_the_embedded_tasks_by_rlbench_names():
 def test_a_task_rlbench_has_but_this_backend_lacks_points_to_rlbench(backend):
     config = EnvConfig(task="OpenJar", backend=backend, backend_options={"device": "cpu"}).validated()
     with pytest.raises(ConfigError, match=rf"'open_jar' is an RLBench task that the {backend} backend does not "
-                                          r"have yet\. Closest tasks here: 'close_jar', 'open_drawer'.*backend='rlbench'"):
+                                          r"have yet\. Closest tasks here: 'close_jar', 'open_drawer'"
+                                          r".*backend='rlbench'"):
         backend_class(backend).validate(config)
 
 
 def test_an_unknown_task_lists_what_there_is():
     config = EnvConfig(task="push_buttonz", backend="mujoco").validated()
-    with pytest.raises(ConfigError, match=r"unknown task 'push_buttonz'.*Closest tasks here: 'push_button', 'push_buttons'"):
+    with pytest.raises(ConfigError,
+                       match=r"unknown task 'push_buttonz'.*Closest tasks here: 'push_button', 'push_buttons'"):
         backend_class("mujoco").validate(config)
 
 
