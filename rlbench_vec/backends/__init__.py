@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import logging
-from functools import cache
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
@@ -16,7 +13,6 @@ _MODULES = {
     "mjwarp": "rlbench_vec.backends.mjwarp.backend",
     "synthetic": "rlbench_vec.backends.synthetic",
 }
-log = logging.getLogger("rlbench_vec")
 
 
 if TYPE_CHECKING:
@@ -28,14 +24,3 @@ def backend_class(name: str) -> type[Backend]:
     if name not in _MODULES:
         raise ConfigError(f"unknown backend {name!r}; choose from {', '.join(_MODULES)} or 'auto'.")
     return importlib.import_module(_MODULES[name]).BACKEND
-
-
-@cache
-def resolve_backend(name: str) -> str:
-    """'auto' -> 'rlbench' when rlbench is installed (found without importing it), else 'mujoco'."""
-    if name != "auto":
-        return name
-    if importlib.util.find_spec("rlbench") is not None:
-        return "rlbench"
-    log.warning("rlbench is not installed: backend='auto' uses the embedded MuJoCo backend.")
-    return "mujoco"
