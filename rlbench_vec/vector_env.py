@@ -30,7 +30,6 @@ from . import checks, shm
 from .backends.base import Demo
 from .calls import Calls, in_env_order, public, raise_first
 from .config import EnvConfig, VectorConfig, split_options
-from .display import sweep_stale_displays
 from .envtable import IDLE
 from .errors import ActionError, ClosedError, ConfigError, ResetNeeded, WorkerError
 from .output import Output
@@ -40,6 +39,7 @@ from .process import bootstrapping
 from .protocol import OBSERVE, RESULT
 from .results import Batch
 from .spec import ArraySpec, action_bounds, action_size
+from .xvfb import sweep_stale_displays
 
 AUTORESET = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP,
              "disabled": AutoresetMode.DISABLED}
