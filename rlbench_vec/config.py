@@ -9,14 +9,19 @@ Python: it never imports a simulator.
 from __future__ import annotations
 
 import difflib
+import importlib.util
+import logging
 import math
 import numbers
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from functools import cache
 from typing import Any
 
 from .errors import ConfigError
+
+log = logging.getLogger("rlbench_vec")
 
 CAMERAS = ("left_shoulder", "right_shoulder", "overhead", "wrist", "front")
 MODALITIES = ("rgb", "depth", "mask", "point_cloud")
@@ -39,6 +44,17 @@ CHUNK_OBS = ("last", "all")
 AUTORESET_MODES = ("next_step", "same_step", "disabled")
 MAX_CHUNK = 65535  # a step command carries K in 16 bits
 MAX_IMAGE_SIDE = 4096
+
+
+@cache
+def resolve_backend(name: str) -> str:
+    """'auto' -> 'rlbench' when rlbench is installed (found without importing it), else 'mujoco'."""
+    if name != "auto":
+        return name
+    if importlib.util.find_spec("rlbench") is not None:
+        return "rlbench"
+    log.warning("rlbench is not installed: backend='auto' uses the embedded MuJoCo backend.")
+    return "mujoco"
 
 
 def snake_case(name: str) -> str:
@@ -118,10 +134,11 @@ class EnvConfig:
     mujoco), "rlbench", "mujoco", "mjwarp" (the mujoco scene batched on a GPU), "synthetic".
     cameras / modalities: which images are observed.
     image_size is (width, height) as in RLBench; image arrays are (height, width, ...).
-    low_dim: low-dim fields (None: the backend's default). misc: add each camera's extrinsics,
+    low_dim: low-dim fields (None: the backend's default, see spec.low_dim_fields). misc: add each camera's extrinsics,
     intrinsics, near and far (RLBench's Observation.misc). arm_mode / absolute_mode / gripper_mode:
     RLBench's MoveArmThenGripper. renderer: backend-specific (mujoco: osmesa, egl, glfw).
-    `validated()` resolves backend="auto" and low_dim=None, so a validated config names both.
+    `validated()` checks values and resolves backend="auto"; a vector env also names the low-dim
+    fields its backend chose (spec.low_dim_fields) in its `env_config`.
     """
 
     task: str = "reach_target"
@@ -149,20 +166,14 @@ class EnvConfig:
         size = image_size(self.image_size)
         if not isinstance(self.backend_options, Mapping):
             raise ConfigError(f"backend_options must be a dict, got {self.backend_options!r}.")
-        from .backends import backend_class, resolve_backend  # the registry imports this module
-
-        config = replace(
+        return replace(
             self, task=snake_case(self.task), backend=resolve_backend(choose("backend", self.backend, BACKENDS)),
             image_size=size, max_episode_steps=integer("max_episode_steps", self.max_episode_steps, 1),
             misc=flag("misc", self.misc), depth_in_meters=flag("depth_in_meters", self.depth_in_meters),
             absolute_mode=flag("absolute_mode", self.absolute_mode),
-        )
-        low_dim = backend_class(config.backend).default_low_dim(config) if self.low_dim is None else self.low_dim
-        return replace(
-            config,
             cameras=choose_all("camera", self.cameras, CAMERAS),
             modalities=choose_all("modality", self.modalities, MODALITIES),
-            low_dim=choose_all("low-dim field", low_dim, LOW_DIM_FIELDS),
+            low_dim=None if self.low_dim is None else choose_all("low-dim field", self.low_dim, LOW_DIM_FIELDS),
             arm_mode=choose("arm_mode", self.arm_mode, ARM_MODES),
             gripper_mode=choose("gripper_mode", self.gripper_mode, GRIPPER_MODES),
             backend_options=dict(self.backend_options),

@@ -10,13 +10,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .display import GONE_WAIT_S, remove_stale_display_files
 from .envtable import A_RESTARTS, DONE, EnvTable
 from .errors import RestartBudgetExceeded, WorkerStartError
 from .handles import Pending, WorkerHandle, Workers
 from .process import log_tail
 from .protocol import CALL, CLAIM, HOLD, NOTICE, RESET, RESULT, SPARE, STEP, dumps
 from .shm import SharedBuffers
+from .xvfb import GONE_WAIT_S, remove_stale_display_files
 
 log = logging.getLogger("rlbench_vec")
 BOOTSTRAP_HINT = (

@@ -23,6 +23,7 @@ import numpy as np
 
 from .backends.base import EnvGroup, failure
 from .config import EnvConfig, VideoConfig
+from .delivery import EXECUTED, REWARD, TERMINATED, TRUNCATED, Delivery, Placement, Writer
 from .protocol import (
     AUTORESET,
     CLAIM,
@@ -30,7 +31,6 @@ from .protocol import (
     ERROR,
     HAS_PAYLOAD,
     HOLD,
-    NO_RECORDS,
     NOTICE,
     OBSERVE,
     RECORD_FIELDS,
@@ -40,8 +40,6 @@ from .protocol import (
 )
 from .shm import SharedBuffers
 from .spec import observation_spec
-
-REWARD, TERMINATED, TRUNCATED, EXECUTED = range(4)  # rows of a slot's `outcome` block (4, max_chunk)
 
 
 @dataclass(frozen=True)
@@ -63,48 +61,6 @@ class WorkerSpec:
     video: VideoConfig | None = None
     parent_pid: int = 0
     parent_is_main_thread: bool = True
-
-
-class Delivery:
-    """What one command delivers for m entries: flags, executed actions and seconds per entry, and
-    payload pieces (info, error, final observation) for the entries that have any. `plain` stays
-    True while there is nothing to report."""
-
-    __slots__ = ("flags", "executed", "exec_s", "write_s", "blind", "extra", "plain")
-
-    def __init__(self, m: int):
-        self.flags = [0] * m
-        self.executed = [0] * m
-        self.exec_s = [0.0] * m
-        self.write_s = 0.0  # observation writes of the whole command, shared by its entries
-        self.blind: set[int] = set()  # its reset failed: nothing to observe
-        self.extra: dict[int, dict[str, Any]] = {}
-        self.plain = True
-
-    def flag(self, position: int, flag: int) -> None:
-        self.flags[position] |= flag
-        self.plain = False
-
-    def info(self, position: int) -> dict[str, Any]:
-        self.plain = False
-        return self.extra.setdefault(position, {}).setdefault("info", {})
-
-    def error(self, position: int, error: tuple[str, str]) -> None:
-        self.extra.setdefault(position, {})["error"] = error
-        self.flag(position, ERROR)
-
-
-class Placement:
-    """Where some of a command's results go: the positions written to one page and their slots, and
-    the rows to copy them to (a slice when the slots are consecutive, the usual case)."""
-
-    __slots__ = ("page", "positions", "slots", "rows", "claimed")
-
-    def __init__(self, page: int, positions: list[int], slots: list[int], claimed: bool):
-        self.page, self.positions, self.slots, self.claimed = page, positions, slots, claimed
-        first = slots[0]
-        consecutive = slots == list(range(first, first + len(slots)))
-        self.rows: Any = slice(first, first + len(slots)) if consecutive else np.array(slots)
 
 
 class Runner:
@@ -132,17 +88,8 @@ class Runner:
         self.ahead: collections.deque[int] = collections.deque()  # episodes ended: reset ahead (eager)
         self.actions = buffers.arrays["actions"]
         self.layout = observation_spec(spec.config)
-        self.block = np.zeros((g, 4, spec.max_chunk))  # outcomes of a command, by position
-        observations = device_pages or [
-            {"obs": buffers.group(f"page{p}/obs"), "chunk": buffers.group(f"page{p}/chunk")} for p in (0, 1)]
-        self.obs = [observations[p]["obs"] for p in (0, 1)]
-        self.outcome = [buffers.arrays[f"page{p}/outcome"] for p in (0, 1)]
-        self.page_env = [buffers.arrays[f"page{p}/env"] for p in (0, 1)]
-        # the observation after sub-step t of a chunk: one views dict per page and t, made once
-        self.chunk_views = [
-            [{key: view[:, t] for key, view in observations[p].get("chunk", {}).items()} for t in range(spec.max_chunk)]
-            for p in (0, 1)
-        ] if spec.chunk_obs == "all" else None
+        self.out = Writer(group, buffers, spec.max_chunk, spec.chunk_obs == "all", device_pages, self._end_episode)
+        self.block = self.out.block  # outcomes of a command, by entry position
         self.recorders: dict[int, Any] = {}
 
     # ------------------------------------------------------------------ resets
@@ -214,11 +161,11 @@ class Runner:
         active = [p for p in range(m) if p not in special] if special else list(range(m))
         # claim slots after stepping, so a slow env holds no slot while it steps; but sub-step
         # observations (chunk_obs="all") need their slots from the first sub-step
-        placed = self._place(page, entries) if self.chunk_views is not None else None
+        placed = self.out.place(page, entries) if self.out.chunk_views is not None else None
         self._run(d, entries, local, k, active, placed)
         if placed is None:
-            placed = self._place(page, entries)
-        return self._deliver(d, entries, local, envs, placed, k)
+            placed = self.out.place(page, entries)
+        return self.out.deliver(d, entries, local, envs, placed, k, self.reset_s)
 
     def _notify(self, d: Delivery, position: int, i: int) -> None:
         """A restart replaced the command in flight: the episode was cut (truncated), the instance
@@ -276,7 +223,7 @@ class Runner:
             if self.spec.video is not None:
                 self._capture([local[p] for p in active])
             if placed is not None:  # chunk_obs="all": the observation after sub-step t
-                self._observe(d, entries, placed, None if len(active) == m else set(active), t)
+                self.out.observe(d, entries, placed, None if len(active) == m else set(active), t)
             if ended:
                 self._end(d, ended, local)
                 gone = set(ended)
@@ -298,70 +245,6 @@ class Runner:
             final_info = d.extra.get(p, {}).pop("info", {})
             self._take_reset(d, p, i)
             d.info(p).update(final_obs=obs, final_info=final_info)
-
-    # ------------------------------------------------------------------ results
-    def _place(self, page: int, entries: np.ndarray) -> list[Placement]:
-        """Each entry's slot: its fixed destination on `page`, or the next free slots of the filling
-        page (claimed together, so consecutive). Entries held (HOLD) go nowhere."""
-        dest = entries["dest"].tolist()
-        claims = [p for p, slot in enumerate(dest) if slot == CLAIM]
-        placed = []
-        if len(claims) < len(dest):
-            fixed = [p for p, slot in enumerate(dest) if slot >= 0]
-            if fixed:
-                placed.append(Placement(page, fixed, [dest[p] for p in fixed], False))
-        if claims:
-            claimed_page, first = self.buffers.claim(entries["env"] if len(claims) == len(dest)
-                                                     else entries["env"][claims])
-            placed.append(Placement(claimed_page, claims, list(range(first, first + len(claims))), True))
-        return placed
-
-    def _observe(self, d: Delivery, entries: np.ndarray, placed: list[Placement], wanted: set[int] | None,
-                 t: int | None = None) -> None:
-        """Observations of the entries at `wanted` (None: all) into their slots: the result's, or (t)
-        a chunk's sub-step t. A failure is reported as the entry's error."""
-        start = time.perf_counter()
-        for place in placed:
-            positions, slots = place.positions, place.slots
-            if wanted is not None:
-                keep = [j for j, p in enumerate(positions) if p in wanted]
-                positions, slots = [positions[j] for j in keep], [slots[j] for j in keep]
-            if not positions:
-                continue
-            chosen = entries["instance"] if len(positions) == len(entries) else entries["instance"][positions]
-            views = self.obs[place.page] if t is None or self.chunk_views is None else self.chunk_views[place.page][t]
-            for j, error in self.group.observe(chosen, views, np.array(slots)).items():
-                d.error(positions[j], error)
-                if t is None:
-                    d.flag(positions[j], EPISODE_OVER)
-                    self._end_episode(int(chosen[j]))
-        d.write_s += time.perf_counter() - start
-
-    def _deliver(self, d: Delivery, entries: np.ndarray, local: list[int], envs: list[int],
-                 placed: list[Placement], k: int) -> tuple[np.ndarray, dict | None, tuple]:
-        """Write outcomes and observations of the entries with a destination. Returns the reply's
-        records (none when plain), payload, and a plain reply's (page, first claimed slot, exec
-        seconds, write seconds)."""
-        m = len(local)
-        for place in placed:
-            block = self.block[:m] if len(place.positions) == m else self.block[place.positions]
-            self.outcome[place.page][place.rows, :, :k] = block[:, :, :k]
-        self._observe(d, entries, placed, set(range(m)) - d.blind if d.blind else None)
-        if d.plain and len(placed) == 1 and len(placed[0].positions) == m:
-            place = placed[0]
-            return NO_RECORDS, None, (place.page, place.slots[0] if place.claimed else CLAIM, sum(d.exec_s),
-                                      d.write_s)
-        where = {p: (slot, place.page) for place in placed for p, slot in zip(place.positions, place.slots)}
-        write_share = d.write_s / max(1, len(where))
-        rows = []
-        for p, i in enumerate(local):
-            slot, page = where.get(p, (-1, 0))
-            flags = d.flags[p] | (HAS_PAYLOAD if p in d.extra else 0)
-            rows.append((envs[p], slot, page, flags, d.executed[p], d.exec_s[p], write_share if p in where else 0.0,
-                         self.reset_s[i]))
-            self.reset_s[i] = 0.0
-        records = np.array(rows, np.float64).reshape(-1, len(RECORD_FIELDS))
-        return records, {envs[p]: extra for p, extra in d.extra.items()} or None, (0, CLAIM, 0.0, 0.0)
 
     # ------------------------------------------------------------------ resets and calls
     def reset(self, page: int, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None, tuple]:
@@ -394,7 +277,7 @@ class Runner:
                     self.notice[i] = False
                     d.flag(position, RESTARTED)
                 self._take_reset(d, position, i)
-        return self._deliver(d, entries, local, envs, self._place(page, entries), 1)
+        return self.out.deliver(d, entries, local, envs, self.out.place(page, entries), 1, self.reset_s)
 
     def call(self, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None, tuple]:
         name, args, kwargs, ends_episode = payload

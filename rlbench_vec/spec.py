@@ -53,6 +53,11 @@ CAMERA_MISC = {  # RLBench's Observation.misc entries per camera
 }
 
 
+def low_dim_fields(config: EnvConfig) -> tuple[str, ...]:
+    """The low-dim fields observed: the config's, or its backend's default when it names none."""
+    return backend_class(config.backend).default_low_dim(config) if config.low_dim is None else config.low_dim
+
+
 def observation_spec(config: EnvConfig) -> dict[str, ArraySpec]:
     """Every observation key with its per-env shape and dtype, in a stable order."""
     spec = {
@@ -62,7 +67,7 @@ def observation_spec(config: EnvConfig) -> dict[str, ArraySpec]:
     }
     if config.misc:
         spec.update({f"{camera}_camera_{name}": s for camera in config.cameras for name, s in CAMERA_MISC.items()})
-    low_dim = config.low_dim or ()
+    low_dim = low_dim_fields(config)
     task_state_size = backend_class(config.backend).task_state_size(config) if "task_low_dim_state" in low_dim else 0
     spec.update({name: low_dim_spec(name, task_state_size) for name in low_dim})
     return spec

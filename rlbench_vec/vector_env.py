@@ -16,9 +16,6 @@ Contract (gymnasium's vector API):
 
 from __future__ import annotations
 
-import math
-import os
-import resource
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -29,23 +26,21 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from . import shm
-from .backends import backend_class
+from . import checks, shm
 from .backends.base import Demo
-from .config import EnvConfig, VectorConfig, integer, split_options
-from .display import check_display, sweep_stale_displays
-from .distributed import rank_seed
+from .calls import Calls, in_env_order, public, raise_first
+from .config import EnvConfig, VectorConfig, split_options
 from .envtable import IDLE
 from .errors import ActionError, ClosedError, ConfigError, ResetNeeded, WorkerError
+from .output import Output
+from .plan import make_plan
 from .pool import Pool
 from .process import bootstrapping
-from .protocol import OBSERVE, RESULT, dumps
-from .results import Batch, assemble
-from .spec import ArraySpec, action_bounds, action_size, observation_spec
+from .protocol import OBSERVE, RESULT
+from .results import Batch
+from .spec import ArraySpec, action_bounds, action_size
+from .xvfb import sweep_stale_displays
 
-DEMO_SEED_STRIDE = 100_003  # a worker's demo seeds: base + stride * (call * num_envs + env)
-FDS_PER_WORKER = 3  # socket, process sentinel, and one while it is spawned
-FDS_SPARE = 64
 AUTORESET = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP,
              "disabled": AutoresetMode.DISABLED}
 
@@ -54,51 +49,6 @@ def _space(spec: ArraySpec) -> gym.spaces.Box:
     if spec.dtype == np.uint8:
         return gym.spaces.Box(0, 255, spec.shape, np.uint8)
     return gym.spaces.Box(-np.inf, np.inf, spec.shape, spec.dtype)
-
-
-def _pickled(payload: Any, what: str) -> bytes:
-    """The payload as it travels to a worker; a clear error before anything is sent if it cannot."""
-    try:
-        return dumps(payload)
-    except Exception as error:
-        raise ConfigError(f"{what} must be picklable to reach the workers: {type(error).__name__}: {error}") from None
-
-
-def buffer_plan(layout: dict[str, ArraySpec], n: int, max_chunk: int, every_obs: bool,
-                action_dim: int) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """The shared block: two pages of result slots (one per env each), the actions, the claim counters.
-    An empty layout leaves the observations out (a backend that keeps them on its device)."""
-    plan: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
-    for page in (0, 1):
-        plan.update({f"page{page}/obs/{key}": ((n, *s.shape), s.dtype) for key, s in layout.items()})
-        if every_obs:
-            plan.update({f"page{page}/chunk/{key}": ((n, max_chunk, *s.shape), s.dtype) for key, s in layout.items()})
-        plan[f"page{page}/outcome"] = ((n, 4, max_chunk), np.dtype(np.float64))
-        plan[f"page{page}/env"] = ((n,), np.dtype(np.int32))
-    plan["actions"] = ((n, max_chunk, action_dim), np.dtype(np.float32))
-    plan["control"] = ((3,), np.dtype(np.int64))
-    return plan
-
-
-def check_resources(plan: dict[str, tuple[tuple[int, ...], np.dtype]], workers: int) -> None:
-    """Refuse, before anything starts, a request this machine cannot hold: file descriptors for the
-    workers, and /dev/shm for the shared block (running out of it later kills workers with SIGBUS)."""
-    needed = FDS_PER_WORKER * workers + FDS_SPARE
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if needed > soft:
-        if hard == resource.RLIM_INFINITY or needed <= hard:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
-        else:
-            raise ConfigError(f"{workers} worker processes need about {needed} file descriptors, and this process may "
-                              f"open {hard} (ulimit -n). Raise the limit (ulimit -n {needed}) or run more envs per "
-                              "worker (envs_per_worker=...).")
-    _, size = shm.plan_fields(plan)
-    stat = os.statvfs(shm.SHM_DIR)
-    free = stat.f_bavail * stat.f_frsize
-    if size > free:
-        raise ConfigError(f"the shared-memory block needs {size / 2**30:.2f} GiB and {shm.SHM_DIR} has "
-                          f"{free / 2**30:.2f} GiB free. Use fewer envs, fewer cameras or smaller images, or give "
-                          f"{shm.SHM_DIR} more room (Docker: --shm-size={math.ceil(size * 1.2 / 2**30)}g).")
 
 
 class _Resources:
@@ -150,51 +100,30 @@ class RLBenchVectorEnv(VectorEnv):
         if bootstrapping():
             raise RuntimeError("RLBenchVectorEnv was created while a worker process was importing your main script. "
                                "Put the code that creates it under `if __name__ == \"__main__\":`.")
-        config = env_config.validated()
-        backend_type = backend_class(config.backend)
-        backend_type.validate(config)
-        vc = vector_config.validated()
-        if vc.video is not None and not backend_type.renders_video(config):
-            raise ConfigError(f"the {config.backend} backend renders no video frames: record with another backend.")
+        plan = make_plan(env_config, vector_config)
+        config, vc, layout = plan.config, plan.vc, plan.layout
         self.env_config, self.vector_config = config, vc
         self.autoreset_mode = AUTORESET[vc.autoreset_mode]  # read by wrappers such as TorchRL's GymWrapper
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         n = self.num_envs = vc.num_envs
-        layout = observation_spec(config)
         self._action_size = action_size(config)
         self._action_low, self._action_high = action_bounds(config)
         self.single_observation_space = gym.spaces.Dict({k: _space(s) for k, s in layout.items()})
         self.observation_space = batch_space(self.single_observation_space, n)
         self.single_action_space = gym.spaces.Box(self._action_low, self._action_high, dtype=np.float32)
         self.action_space = batch_space(self.single_action_space, n)
-
-        per_worker = backend_type.envs_per_worker(config, n, vc.envs_per_worker)
-        workers = math.ceil((n + vc.spare_envs) / per_worker)
-        if isinstance(vc.display, (list, tuple)) and len(vc.display) != workers:
-            raise ConfigError(f"display lists {len(vc.display)} displays for {workers} workers ({per_worker} envs "
-                              "each); give one per worker or a single string for all.")
-        check_display(vc.display, backend_type.needs_display(config))
-        on_device = backend_type.observations_on_device(config)
-        plan = buffer_plan({} if on_device else layout, n, vc.max_chunk, vc.chunk_obs == "all", self._action_size)
-        check_resources(plan, workers)
         shm.sweep_stale_segments()
         sweep_stale_displays()
 
         self._resources = _Resources()
         self._finalizer = weakref.finalize(self, self._resources.release)
-        self._to_tensors: Any = None
         try:
-            buffers = self._resources.buffers = shm.SharedBuffers.create(plan)
-            self._pages: list[dict[str, Any]] = [
-                {"obs": buffers.group(f"page{p}/obs"), "chunk": buffers.group(f"page{p}/chunk"),
-                 "outcome": buffers.arrays[f"page{p}/outcome"]} for p in (0, 1)]
+            buffers = self._resources.buffers = shm.SharedBuffers.create(plan.block)
             self._actions = buffers.arrays["actions"]
-            if vc.as_torch:  # inside the try: no torch or no GPU must not leak the block
-                from .tensors import TensorConverter
-
-                self._to_tensors = TensorConverter([page["obs"] for page in self._pages], vc.device)
-            self._pool = self._resources.pool = Pool(config, vc, buffers, per_worker, self._wait_copies,
-                                                     self._use_device_pages if on_device else None)
+            # inside the try: no torch or no GPU must not leak the block
+            output = self._output = Output(buffers, n, vc.copy_obs, vc.as_torch, vc.device)
+            self._pool = self._resources.pool = Pool(config, vc, buffers, plan.envs_per_worker, output.wait_copies,
+                                                     output.use_device_pages if plan.on_device else None)
             started = time.monotonic()
             self._pool.start(on_worker_ready)
             self.start_time_s = time.monotonic() - started
@@ -205,21 +134,10 @@ class RLBenchVectorEnv(VectorEnv):
         self._sync: bool | None = None  # the mode of what is in flight: full batch (True) or partial
         self._interrupted = False
         self._first_reset = True
-        self._demo_calls = 0
-        self._seed = rank_seed(vc.seed, n)
+        self._calls = Calls(self._pool, n, vc.seed)
         self._stats_baseline = self._stats_now()
         self._last_stats: dict[str, np.ndarray] | None = None
         self.closed = False
-
-    def _use_device_pages(self, pages: list[dict[str, dict[str, Any]]]) -> None:
-        """A worker that keeps observations on its device shared its two pages (again after a restart)."""
-        for ours, theirs in zip(self._pages, pages):
-            ours["obs"], ours["chunk"] = theirs["obs"], theirs.get("chunk", {})
-
-    def _wait_copies(self, page: int) -> None:
-        """With device="cuda", copies out of a page may still run: workers must not write it yet."""
-        if self._to_tensors is not None:
-            self._to_tensors.wait_copies(page)
 
     # ------------------------------------------------------------------ checks
     def _check_open(self) -> None:
@@ -230,42 +148,9 @@ class RLBenchVectorEnv(VectorEnv):
             self._pool.drain()
             self._interrupted, self._sync = False, None
 
-    def _check_actions(self, actions: Any, count: int, chunked: bool) -> np.ndarray:
-        """(count, A) or (count, K, A) floats -> float32 (count, K, A); gripper clipped to its bounds."""
-        array = np.asarray(actions)
-        if array.dtype.kind not in "fiu":
-            raise ActionError(f"actions must be a real-valued array, got dtype {array.dtype}.")
-        a, max_chunk = self._action_size, self.vector_config.max_chunk
-        expected = f"({count}, K, {a}) with 1 <= K <= max_chunk={max_chunk}" if chunked else f"({count}, {a})"
-        if array.ndim != (3 if chunked else 2) or array.shape[0] != count or array.shape[-1] != a or (
-            chunked and not 1 <= array.shape[1] <= max_chunk
-        ):
-            raise ActionError(f"actions have shape {array.shape}; expected {expected} for arm_mode="
-                              f"{self.env_config.arm_mode!r} + gripper_mode={self.env_config.gripper_mode!r}.")
-        array = array.astype(np.float32, copy=False).reshape(count, -1, a)
-        if not np.isfinite(array.sum()) and not np.isfinite(array).all():  # a sum is cheaper; it overflows rarely
-            rows = sorted({int(r) for r in np.argwhere(~np.isfinite(array))[:, 0]})
-            raise ActionError(f"actions contain NaN or inf (rows {rows}); send finite values.")
-        gripper = array[..., -1]
-        low, high = self._action_low[-1], self._action_high[-1]
-        if gripper.min() < low or gripper.max() > high:
-            array = array.copy()
-            np.clip(array[..., -1], low, high, out=array[..., -1])
-        return array
-
-    def _env_ids(self, env_ids: Any) -> np.ndarray:
-        if env_ids is None:
-            return np.arange(self.num_envs)
-        ids = np.asarray(env_ids).reshape(-1)
-        if ids.dtype.kind not in "iu":
-            if ids.dtype.kind == "f" and ids.size and np.array_equal(ids, np.round(ids)):
-                ids = ids.astype(np.int64)
-            elif ids.size:
-                raise ConfigError(f"env_ids must be integers, got {env_ids!r}.")
-        ids = ids.astype(np.int64)
-        if ids.size == 0 or ids.min() < 0 or ids.max() >= self.num_envs or len(np.unique(ids)) != ids.size:
-            raise ConfigError(f"env_ids must be distinct integers in [0, {self.num_envs}), got {env_ids!r}.")
-        return ids
+    def _check_actions(self, values: Any, count: int, chunked: bool) -> np.ndarray:
+        return checks.actions(values, count, chunked, self.vector_config.max_chunk, self.env_config,
+                              self._action_low, self._action_high)
 
     def _check_idle(self, ids: np.ndarray, what: str) -> None:
         busy = ids[self._pool.table.phase[ids] != IDLE]
@@ -280,21 +165,6 @@ class RLBenchVectorEnv(VectorEnv):
                               "with reset(options={'reset_mask': mask}).")
 
     # ------------------------------------------------------------------ results
-    def _result(self, batch: Batch, chunked: bool):
-        page = self._pages[batch.page]
-        on_device = self._to_tensors is None and not isinstance(next(iter(page["obs"].values()), None), np.ndarray)
-        copy = self.vector_config.copy_obs and not on_device  # leaving the device copies already
-        result = assemble(batch, page["obs"], page["outcome"], page["chunk"], chunked, copy)
-        if on_device and page["obs"]:  # numpy asked for: copy the observations to the host
-            result = ({key: value.cpu().numpy() for key, value in result[0].items()}, *result[1:])
-            chunk = result[4].get("chunk_observations")
-            if chunk is not None:
-                result[4]["chunk_observations"] = {key: value.cpu().numpy() for key, value in chunk.items()}
-        if self._to_tensors is not None:
-            whole = batch.rows == self.num_envs and not self.vector_config.copy_obs
-            result = self._to_tensors(result, batch.page, whole)
-        return result
-
     def _collect(self, ordered: bool, count: int, timeout: float | None) -> Batch:
         try:
             batch = self._pool.collect(ordered, count, timeout)
@@ -310,37 +180,6 @@ class RLBenchVectorEnv(VectorEnv):
         return batch
 
     # ------------------------------------------------------------------ gymnasium API
-    def _reset_seeds(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
-        if seed is None and self._first_reset:
-            seed = self.vector_config.seed
-        if seed is None or not isinstance(seed, (list, tuple, np.ndarray)):
-            base = rank_seed(None if seed is None else integer("seed", seed, 0), self.num_envs)
-            return [None if base is None else base + i for i in range(self.num_envs)]
-        if len(seed) != self.num_envs:
-            raise ConfigError(f"reset got {len(seed)} seeds for {self.num_envs} envs; give one per env.")
-        return [None if s is None else integer("seed", s, 0) for s in seed]
-
-    def _reset_options(self, options: dict[str, Any] | None) -> tuple[list[dict | None], np.ndarray]:
-        """Per env: the shared options merged with its entry of options["env_options"]; and the reset mask."""
-        shared = dict(options or {})
-        mask = np.ones(self.num_envs, bool)
-        if "reset_mask" in shared:
-            if self.vector_config.autoreset_mode != "disabled":
-                raise ConfigError("reset(options={'reset_mask': ...}) resets chosen envs with "
-                                  "autoreset_mode='disabled' (gymnasium's rule); this env uses autoreset_mode="
-                                  f"{self.vector_config.autoreset_mode!r}.")
-            mask = np.asarray(shared.pop("reset_mask"))
-            if mask.dtype != bool or mask.shape != (self.num_envs,) or not mask.any():
-                raise ConfigError(f"reset_mask must be a bool array of shape ({self.num_envs},) with at least one "
-                                  "True.")
-        own = shared.pop("env_options", None)
-        if own is not None and (not isinstance(own, (list, tuple)) or len(own) != self.num_envs
-                                or not all(o is None or isinstance(o, dict) for o in own)):
-            raise ConfigError(f"options['env_options'] must be a list of {self.num_envs} dicts (or None), one per env.")
-        merged = [({**shared, **(own[i] or {})} if own is not None else shared) or None for i in range(self.num_envs)]
-        _pickled(merged, "reset options")
-        return merged, mask
-
     def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None):
         """Reset every env (or, with autoreset_mode="disabled", those in options["reset_mask"]).
         seed: an int gives env i seed + i (+ RANK * num_envs under torchrun, so ranks never share
@@ -349,15 +188,16 @@ class RLBenchVectorEnv(VectorEnv):
         merged over the other options for that env. Commands still in flight are finished and their
         results discarded."""
         self._check_open()
-        seeds = self._reset_seeds(seed)
-        options_per_env, mask = self._reset_options(options)
+        seeds = checks.reset_seeds(self.vector_config.seed if seed is None and self._first_reset else seed,
+                                   self.num_envs)
+        options_per_env, mask = checks.reset_options(options, self.num_envs, self.vector_config.autoreset_mode)
         if self._pool.table.busy:
             self._pool.drain()
         self._first_reset = False
         kinds = np.where(mask, RESULT, OBSERVE).tolist()
         self._pool.reset(np.arange(self.num_envs), seeds, options_per_env, kinds)
         self._sync = True
-        obs, _, _, _, info = self._result(self._collect(True, self.num_envs, None), chunked=False)
+        obs, _, _, _, info = self._output.result(self._collect(True, self.num_envs, None), chunked=False)
         return obs, info
 
     def step(self, actions: Any):
@@ -394,13 +234,13 @@ class RLBenchVectorEnv(VectorEnv):
         if self._sync is not True:
             raise ConfigError("step_wait() collects the full batch that step_async() sent; use recv() for envs sent "
                               "to with send().")
-        return self._result(self._collect(True, self.num_envs, timeout), bool(self._chunked[0]))
+        return self._output.result(self._collect(True, self.num_envs, timeout), bool(self._chunked[0]))
 
     def send(self, actions: Any, env_ids: Any = None) -> None:
         """Start a step for env_ids (all by default): actions (M, A) for one step, (M, K, A) for a chunk.
         Results come back with recv(), in the order the envs finish."""
         self._check_open()
-        ids = self._env_ids(env_ids)
+        ids = checks.env_ids(env_ids, self.num_envs)
         if self._sync:
             raise ConfigError("a full batch from step_async() is in flight: step_wait() it before send().")
         self._check_idle(ids, "send()")
@@ -429,108 +269,72 @@ class RLBenchVectorEnv(VectorEnv):
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or not 1 <= count <= waiting:
             raise ConfigError(f"min_envs must be an integer in [1, {waiting}] (envs in flight), got {min_envs!r}.")
         batch = self._collect(False, int(count), timeout)
-        result = self._result(batch, bool(self._chunked[batch.envs].any()))
+        result = self._output.result(batch, bool(self._chunked[batch.envs].any()))
         result[4]["env_id"] = batch.envs.copy()
         return result
 
     # ------------------------------------------------------------------ calls, demos
+    def _call_ids(self, env_ids: Any, what: str) -> np.ndarray:
+        self._check_open()
+        ids = checks.env_ids(env_ids, self.num_envs)
+        if self._sync is not None:
+            raise ConfigError("steps are in flight: collect them with step_wait(), or recv() them before call(), "
+                              "get_attr(), set_attr(), render() or get_demos().")
+        self._check_idle(ids, what)
+        return ids
+
     def call_async(self, name: str, *args: Any, env_ids: Any = None, ends_episode: bool = False,
                    timeout: float | None = None, **kwargs: Any) -> None:
         """Start backend method `name` in each env of env_ids (all by default); collect with call_wait().
         ends_episode=True makes those envs reset at their next step. timeout (seconds, per env) kills
         and restarts a worker that takes longer; None: no deadline (collecting demos can take hours)."""
-        if not isinstance(name, str) or name.startswith("_"):
-            raise ConfigError(f"call() reaches public backend attributes only, not {name!r}.")
-        self._start_calls(name, args, kwargs, env_ids, ends_episode, timeout)
-
-    def _start_calls(self, name: str, args: tuple, kwargs: dict, env_ids: Any, ends_episode: bool,
-                     timeout: float | None) -> None:
-        self._check_open()
-        ids = self._env_ids(env_ids)
-        if self._sync is not None:
-            raise ConfigError("steps are in flight: collect them with step_wait(), or recv() them before call(), "
-                              "get_attr(), set_attr(), render() or get_demos().")
-        self._check_idle(ids, "call()")
-        payload = _pickled((name, args, kwargs, bool(ends_episode)), f"the arguments of {name}()")
-        self._pool.call(ids, payload, math.inf if timeout is None else float(timeout))
-        if ends_episode:
-            self._pool.table.over[ids] = True
+        self._calls.start(self._call_ids(env_ids, "call()"), public(name, "call()"), args, kwargs, ends_episode,
+                          timeout)
 
     def call_wait(self, min_envs: int | None = None, timeout: float | None = None) -> list[tuple[int, Any]]:
         """Finished calls of call_async(), at least min_envs (default: all): (env, result) pairs, the
         result a WorkerError if the call raised or its worker died."""
         self._check_open()
-        pending = np.flatnonzero(self._pool.table.phase != IDLE)
-        count = len(pending) if min_envs is None else min_envs
-        if not len(pending) or not 1 <= count <= len(pending):
-            raise ConfigError(f"call_wait() needs 1 <= min_envs <= {len(pending)} calls in flight, got {min_envs!r}.")
         try:
-            finished = self._pool.wait_until(lambda: self._pool.table.done().size >= count, timeout)
+            return self._calls.wait(min_envs, timeout)
         except BaseException as error:
-            if not isinstance(error, WorkerError):
+            if not isinstance(error, (WorkerError, ConfigError, TimeoutError)):
                 self._interrupted = True
             raise
-        if not finished:
-            raise TimeoutError(f"fewer than {count} calls finished within {timeout} s: call again to collect them.")
-        return list(self._pool.take_calls(self._pool.table.done()).items())
 
     def call(self, name: str, *args: Any, env_ids: Any = None, ends_episode: bool = False, **kwargs: Any) -> tuple:
         """Call backend method `name` in each env (or env_ids), or read the attribute when it is not
         callable (gymnasium's semantics); results in env order. ends_episode=True makes those envs
         reset on their next step (e.g. after collecting demos). No deadline: a method may run long."""
-        if not isinstance(name, str) or name.startswith("_"):
-            raise ConfigError(f"call() reaches public backend attributes only, not {name!r}.")
-        return self._call_each(name, args, kwargs, env_ids, ends_episode, None)
+        self._calls.start(self._call_ids(env_ids, "call()"), public(name, "call()"), args, kwargs, ends_episode, None)
+        return in_env_order(self.call_wait())
 
-    def _call_each(self, name: str, args: tuple, kwargs: dict, env_ids: Any, ends_episode: bool,
-                   timeout: float | None) -> tuple:
-        self._start_calls(name, args, kwargs, env_ids, ends_episode, timeout)
-        results = self._raise_first(dict(self.call_wait()))
-        return tuple(results[env] for env in sorted(results))
-
-    @staticmethod
-    def _raise_first(results: dict[int, Any]) -> dict[int, Any]:
-        """Every call has finished: raise the first that failed (lowest env), if any."""
-        for env in sorted(results):
-            if isinstance(results[env], WorkerError):
-                raise results[env]
-        return results
+    def _call_all(self, name: str, args: tuple, what: str) -> tuple:
+        self._calls.start(self._call_ids(None, what), name, args, {}, False, self.vector_config.step_timeout_s)
+        return in_env_order(self.call_wait())
 
     def get_attr(self, name: str) -> tuple:
-        if not isinstance(name, str) or name.startswith("_"):
-            raise ConfigError(f"get_attr() reaches public backend attributes only, not {name!r}.")
-        return self._call_each(name, (), {}, None, False, self.vector_config.step_timeout_s)
+        return self._call_all(public(name, "get_attr()"), (), "call()")
 
     def set_attr(self, name: str, values: Any) -> None:
         """Set backend attribute `name` in every env: one value for all, or a list with one per env."""
-        if not isinstance(name, str) or name.startswith("_"):
-            raise ConfigError(f"set_attr() reaches public backend attributes only, not {name!r}.")
-        if not isinstance(values, (list, tuple)):
-            values = [values] * self.num_envs
-        if len(values) != self.num_envs:
-            raise ConfigError(f"set_attr got {len(values)} values for {self.num_envs} envs; give one or one per env.")
-        for env, value in enumerate(values):
-            self._start_calls("__setattr__", (name, value), {}, [env], False, self.vector_config.step_timeout_s)
-        self._raise_first(dict(self.call_wait()))
+        public(name, "set_attr()")
+        for env, value in enumerate(self._calls.per_env(values)):
+            self._calls.start(self._call_ids([env], "call()"), "__setattr__", (name, value), {}, False,
+                              self.vector_config.step_timeout_s)
+        raise_first(dict(self.call_wait()))
 
     def render(self, camera: str = "front") -> np.ndarray:  # type: ignore[override]  # a camera to choose
         """An rgb frame of `camera` from every env, stacked: (num_envs, H, W, 3) uint8."""
-        return np.stack(self._call_each("render_rgb", (camera,), {}, None, False, self.vector_config.step_timeout_s))
+        return np.stack(self._call_all("render_rgb", (camera,), "call()"))
 
     def get_demos(self, amount: int, seed: int | None = None, variation: int | None = None) -> list[Demo]:
         """Collect `amount` demonstrations spread over all envs at once (env i collects its share
         with its own seed), all of task variation `variation` (None: the backend's fixed one, else each
         drawn). Envs reset on their next step."""
-        amount = integer("amount", amount, 1)
-        base = self._seed if seed is None else rank_seed(integer("seed", seed, 0), self.num_envs)
-        shares = [amount // self.num_envs + (i < amount % self.num_envs) for i in range(self.num_envs)]
-        first = self._demo_calls * self.num_envs  # every call draws new demos, not the last call's again
-        self._demo_calls += 1
-        for i, share in enumerate(shares):
-            if share:
-                seed_i = None if base is None else base + DEMO_SEED_STRIDE * (first + i)
-                self.call_async("get_demos", share, seed_i, variation=variation, env_ids=[i], ends_episode=True)
-        results = self._raise_first(dict(self.call_wait()))
+        for env, share, env_seed in self._calls.demo_shares(amount, seed):
+            self.call_async("get_demos", share, env_seed, variation=variation, env_ids=[env], ends_episode=True)
+        results = raise_first(dict(self.call_wait()))
         return [demo for env in sorted(results) for demo in results[env]]
 
     # ------------------------------------------------------------------ stats, info
@@ -571,11 +375,8 @@ class RLBenchVectorEnv(VectorEnv):
         """Stop every worker (and its Xvfb) and unlink the shared memory. Idempotent, bounded in time."""
         if getattr(self, "_pool", None) is not None and self._last_stats is None:
             self._last_stats = self._stats_now()
-        if getattr(self, "_to_tensors", None) is not None:
-            self._to_tensors.close()  # unpin the block before it is unlinked
-        # A device backend's pages are CUDA IPC mappings of its worker's memory: let them go before the worker
-        # exits (else the env, kept alive by its pool's callback until a garbage collection, holds them on).
-        self._pages = []
+        if getattr(self, "_output", None) is not None:
+            self._output.close()
         if getattr(self, "_finalizer", None) is not None:
             self._finalizer()
         self.closed = True

@@ -44,7 +44,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 
-from rlbench_vec import display as glx  # noqa: E402  (after the sys.path line above)
+from rlbench_vec import display as displays  # noqa: E402
+from rlbench_vec import glcheck, xvfb  # noqa: E402  (after the sys.path line above)
 from rlbench_vec.cli import ArgumentParser, run_main  # noqa: E402
 
 FBO_PROGRAM = REPO / "tests" / "programs" / "glx_fbo_readback.py"
@@ -140,8 +141,8 @@ def host(result: dict) -> None:
     result["python"] = sys.version.split()[0]
     result["machine"] = platform.platform()
     result["nvidia_smi"] = nvidia_smi()
-    result["nvidia_glx_library"] = library = glx.nvidia_glx_library()
-    result["display_sees"] = [gpu.__dict__ for gpu in glx.nvidia_gpus()]
+    result["nvidia_glx_library"] = library = glcheck.nvidia_glx_library()
+    result["display_sees"] = [gpu.__dict__ for gpu in glcheck.nvidia_gpus()]
     result["ld_library_path"] = os.environ.get("LD_LIBRARY_PATH")
     names: set[str] = set()
     folder = Path(library).resolve().parent if library else None
@@ -156,38 +157,38 @@ def host(result: dict) -> None:
 
 
 def probe(result: dict) -> None:
-    display = glx.start_xvfb()
+    display = xvfb.start_xvfb()
     smi = nvidia_smi()["gpus"]
     try:
         for vendor in ("mesa", "nvidia"):
             try:
-                info = glx.probe_gl({**display.environ, glx.VENDOR_ENV: vendor})
+                info = glcheck.probe_gl({**display.environ, displays.VENDOR_ENV: vendor})
                 result[vendor] = {**info.__dict__, "nvidia_smi_gpu": [gpu_of_uuid(u, smi) for u in info.device_uuids]}
-            except glx.BackendUnavailableError as error:
+            except displays.BackendUnavailableError as error:
                 result[vendor] = {"error": str(error)}
     finally:
         display.close()
 
 
 def selection(result: dict) -> None:
-    gpus, smi = glx.nvidia_gpus(), nvidia_smi()["gpus"]
-    display = glx.start_xvfb()
+    gpus, smi = glcheck.nvidia_gpus(), nvidia_smi()["gpus"]
+    display = xvfb.start_xvfb()
     try:
-        base = {**display.environ, glx.VENDOR_ENV: "nvidia"}
+        base = {**display.environ, displays.VENDOR_ENV: "nvidia"}
         for gpu in gpus:
             tried = {"driver's choice": {}}
-            tried.update({f"selector {i}": select(gpu) for i, select in enumerate(glx._GPU_SELECTORS)})
+            tried.update({f"selector {i}": select(gpu) for i, select in enumerate(displays._GPU_SELECTORS)})
             for name, variables in tried.items():
                 try:
-                    info = glx.probe_gl({**base, **variables})
+                    info = glcheck.probe_gl({**base, **variables})
                     got = [gpu_of_uuid(u, smi) for u in info.device_uuids]
-                except glx.BackendUnavailableError as error:
+                except displays.BackendUnavailableError as error:
                     got = f"no context: {str(error)[-300:]}"
                 result.setdefault(f"asked GPU {gpu.index}", []).append({"how": name, "variables": variables,
                                                                         "got": got})
             if len(gpus) > 1:  # hiding the other GPUs' device nodes, as containers do
                 hide = " ".join(f"mount --bind /dev/null /dev/nvidia{g.minor};" for g in gpus if g != gpu)
-                code = "from rlbench_vec.display import _print_gl_info; _print_gl_info()"
+                code = "from rlbench_vec.glcheck import print_gl_info; print_gl_info()"
                 output = command("unshare", "-m", "sh", "-c", f"{hide} exec {sys.executable} -c '{code}'",
                                  env={**os.environ, **base})
                 try:
@@ -200,21 +201,21 @@ def selection(result: dict) -> None:
     result["open_display_xvfb_gpu"] = []
     for worker in range(max(len(gpus), 1)):
         try:
-            opened = glx.open_display("xvfb-gpu", True, worker)
+            opened = displays.open_display("xvfb-gpu", True, worker)
             facts = opened.facts()
             opened.close()
-        except glx.BackendUnavailableError as error:
+        except displays.BackendUnavailableError as error:
             facts = {"error": str(error)}
         result["open_display_xvfb_gpu"].append(facts)
 
 
 def fbo(report: Report, result: dict) -> None:
-    display = glx.start_xvfb()
+    display = xvfb.start_xvfb()
     images = {}
     try:
         for vendor in ("mesa", "nvidia"):
             folder = report.scratch / "fbo" / vendor
-            env = {**os.environ, **display.environ, glx.VENDOR_ENV: vendor}
+            env = {**os.environ, **display.environ, displays.VENDOR_ENV: vendor}
             process = subprocess.Popen([sys.executable, str(FBO_PROGRAM), str(folder), "--size", "512",
                                         "--frames", "100", "--min_seconds", "4"], stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE, text=True, env=env)
@@ -275,15 +276,13 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     report = Report(args.out, float(os.environ.get("GLX_CHECK_DEADLINE", time.time() + 450)))
-    if not hasattr(glx, "probe_gl"):
-        sys.exit("rlbench_vec.display has no self-test: run this on a tree with the glx branch merged.")
     report.section("host", host)
     report.section("probe", probe)
     report.section("selection", selection)
     report.section("fbo", lambda result: fbo(report, result))
     report.section("mujoco", lambda result: mujoco(report, result, args.num_envs, args.seconds))
     report.save_montage()
-    swept = glx.sweep_stale_displays()
+    swept = xvfb.sweep_stale_displays()
     print(f"done in {report.data['mujoco']['seconds']} s of mujoco; stale displays swept: {swept}", flush=True)
 
 

@@ -21,7 +21,7 @@ from rlbench_vec.backends.mujoco.scene import CAMERA_FAR, CAMERA_NEAR, HOME_QPOS
 from rlbench_vec.backends.mujoco.tasks.base import COLORS
 from rlbench_vec.config import CAMERAS, EnvConfig
 from rlbench_vec.errors import BackendUnavailableError, ConfigError, WorkerError
-from rlbench_vec.spec import observation_spec
+from rlbench_vec.spec import low_dim_fields, observation_spec
 
 ORACLE_EPISODES = 20
 # The tasks whose oracles run in every action mode here; every task's own test (tests/tasks/) runs one mode.
@@ -345,7 +345,7 @@ def test_only_requested_cameras_and_modalities_are_rendered(backend_for, monkeyp
         drawn.append((scene.flags[mujoco.mjtRndFlag.mjRND_SEGMENT], viewport.left)),
         original(viewport, scene, context)))
     obs = observe(backend)
-    assert sorted(obs) == sorted(["front_depth", "wrist_depth", *make_config().low_dim])
+    assert sorted(obs) == sorted(["front_depth", "wrist_depth", *low_dim_fields(make_config())])
     assert drawn == [(1, 0), (1, 32)]  # one flat pass, two cameras
     low_dim_only = backend_for(cameras=(), modalities=("rgb",))
     low_dim_only.reset(0, None)

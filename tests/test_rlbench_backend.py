@@ -29,7 +29,7 @@ from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.backends.rlbench import demo_actions, pose_delta, pose_in_frame
 from rlbench_vec.config import EnvConfig
 from rlbench_vec.errors import BackendUnavailableError, ConfigError, WorkerError
-from rlbench_vec.spec import action_size, observation_spec
+from rlbench_vec.spec import action_size, low_dim_fields, observation_spec
 
 REPO = Path(__file__).resolve().parents[1]
 DOUBLE = Path(__file__).resolve().parent / "rlbench_double"
@@ -425,8 +425,8 @@ def test_unknown_task_and_options_fail_in_the_main_process(double, rlbench_env, 
     with pytest.raises(ConfigError, match=r"Pass backend_options=\{'task_state_size': N\}"):
         rlbench_env(task="open_drawer", low_dim=("gripper_open", "task_low_dim_state"))
     # by default a task whose state length is unknown up front is observed without it
-    assert "task_low_dim_state" not in EnvConfig(task="open_drawer", backend="rlbench").validated().low_dim
-    assert "task_low_dim_state" in EnvConfig(task="reach_target", backend="rlbench").validated().low_dim
+    assert "task_low_dim_state" not in low_dim_fields(EnvConfig(task="open_drawer", backend="rlbench").validated())
+    assert "task_low_dim_state" in low_dim_fields(EnvConfig(task="reach_target", backend="rlbench").validated())
     with pytest.raises(ConfigError, match="defines no reward.*reach_target"):
         rlbench_env(task="open_drawer", low_dim=("gripper_open",), backend_options={"shaped_rewards": True})
     with pytest.raises(ConfigError, match="7 arm joints"):

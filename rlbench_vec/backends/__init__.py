@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import logging
-from functools import cache
 from typing import TYPE_CHECKING
 
+from ..config import resolve_backend
 from ..errors import ConfigError
 
 _MODULES = {
@@ -16,7 +14,6 @@ _MODULES = {
     "mjwarp": "rlbench_vec.backends.mjwarp.backend",
     "synthetic": "rlbench_vec.backends.synthetic",
 }
-log = logging.getLogger("rlbench_vec")
 
 
 if TYPE_CHECKING:
@@ -35,13 +32,3 @@ def list_tasks(backend: str = "auto") -> list[str]:
     "mjwarp", the installed RLBench's for "rlbench"; empty for "synthetic", which takes any name."""
     return backend_class(resolve_backend(backend)).task_names()
 
-
-@cache
-def resolve_backend(name: str) -> str:
-    """'auto' -> 'rlbench' when rlbench is installed (found without importing it), else 'mujoco'."""
-    if name != "auto":
-        return name
-    if importlib.util.find_spec("rlbench") is not None:
-        return "rlbench"
-    log.warning("rlbench is not installed: backend='auto' uses the embedded MuJoCo backend.")
-    return "mujoco"

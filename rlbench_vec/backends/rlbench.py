@@ -42,6 +42,7 @@ import numpy as np
 
 from ..config import CAMERAS, DEFAULT_LOW_DIM, LOW_DIM_FIELDS, EnvConfig
 from ..errors import BackendUnavailableError, ConfigError
+from ..spec import low_dim_fields, observation_spec
 from .base import Backend, Demo, StepResult
 
 log = logging.getLogger("rlbench_vec")
@@ -224,8 +225,6 @@ class RLBenchBackend(Backend):
         from rlbench.environment import Environment
         from rlbench.utils import name_to_task_class
 
-        from ..spec import observation_spec
-
         self.env = None
         self.config = config
         self.options = config.backend_options
@@ -271,7 +270,7 @@ class RLBenchBackend(Backend):
                 depth_in_meters=c.depth_in_meters,
             )
 
-        low_dim = set(c.low_dim) | {ARM_ACTION_SOURCE[c.arm_mode], GRIPPER_ACTION_SOURCE[c.gripper_mode]}
+        low_dim = set(low_dim_fields(c)) | {ARM_ACTION_SOURCE[c.arm_mode], GRIPPER_ACTION_SOURCE[c.gripper_mode]}
         return ObservationConfig(
             **{f"{name}_camera": camera(name) for name in CAMERAS},
             **{name: name in low_dim for name in LOW_DIM_FIELDS},
