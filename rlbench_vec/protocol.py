@@ -54,6 +54,7 @@ RESULT, OBSERVE, NOTICE, SPARE = range(4)
 # (HOLD as dest: reset after a restart; the notice goes out with the env's next command)
 
 READ_SIZE = 1 << 16
+MAX_READ_SIZE = 1 << 24  # one read of a large frame's rest: a demo's images are megabytes
 
 
 class Reply(NamedTuple):
@@ -106,26 +107,36 @@ class FrameReader:
         self.item = item
         self.data = b""
         self.offset = 0
+        self.parts: list[bytes] = []  # reads not yet joined to data: a large frame is joined once, when whole
+        self.waiting = 0  # their bytes
+        self.needed = 0  # bytes past offset the next frame needs (0: not known)
 
     def _receive(self) -> None:
         """One read (blocking if nothing is there); EOFError when the peer is gone."""
-        chunk = os.read(self.fd, READ_SIZE)
+        have = len(self.data) - self.offset + self.waiting
+        chunk = os.read(self.fd, max(READ_SIZE, min(self.needed - have, MAX_READ_SIZE)))
         if not chunk:
             raise EOFError("peer closed the connection")
-        self.data = self.data[self.offset:] + chunk if self.offset < len(self.data) else chunk
-        self.offset = 0
+        self.parts.append(chunk)
+        self.waiting += len(chunk)
+        if have + len(chunk) >= self.needed:
+            rest = self.data[self.offset:]
+            self.data = b"".join([rest, *self.parts]) if rest or len(self.parts) > 1 else chunk
+            self.offset, self.parts, self.waiting = 0, [], 0
 
     def _frame(self) -> tuple[tuple, np.ndarray, Any] | None:
         """The next whole frame in the buffer, or None: (header fields without the sizes, items,
         unpickled payload or None). Items are read-only views of the received bytes."""
         start, data = self.offset, self.data
         if len(data) - start < self.header.size:
+            self.needed = self.header.size
             return None
         *fields, count, body = self.header.unpack_from(data, start)
         items_at = start + self.header.size
         payload_at = items_at + count * self.item.itemsize
         end = payload_at + body
         if len(data) < end:
+            self.needed = end - start
             return None
         self.offset = end
         items = np.frombuffer(data, self.item, count, items_at)
