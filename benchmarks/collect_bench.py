@@ -1,7 +1,7 @@
 """Collection throughput: demos/s of `rlbench_vec.collect` against the number of envs, and whether writing keeps up.
 
     PYTHONPATH=. python benchmarks/collect_bench.py --tag cpu2 --episodes 100 --num_envs 1 2 --repeats 2
-    PYTHONPATH=. python benchmarks/collect_bench.py --tag gpu16 --episodes 100 --num_envs 1 2 4 8 16
+    PYTHONPATH=. python benchmarks/collect_bench.py --tag gpu16 --episodes_per_env 20 --num_envs 1 4 16
 
 For each num_envs: collect --episodes of --task (one variation, mujoco, five cameras rgb+depth+mask at
 --image_size, RLBench format) into a fresh folder under --root and report demos/s (episodes over the time
@@ -10,8 +10,9 @@ scaling efficiency against one env (demos/s(n) / (n * demos/s(1))), the writer p
 hand-over, time the loop waited for a free slot, writers' busy fraction and ms per step), and the CPU each
 demo costs in the workers, the writers and the main process. Once every core is busy, demos/s grows no
 faster than the workers' share of that CPU allows (efficiency_bound_all_cores_busy). Then PNG encoding per
-frame (Pillow vs ours), and whole episodes written by one thread, by a thread per core and by a process
-per core (why the writers are processes). Writes {out}/collect_{tag}.json and .png.
+frame (Pillow; our rows deflated by zlib, and by ISA-L as the writers do), and whole episodes written by one
+thread, by a thread per core and by a process per core (why the writers are processes).
+Writes {out}/collect_{tag}.json and .png.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +44,8 @@ from rlbench_vec.process import SPAWN
 
 
 def run_collection(args: argparse.Namespace, num_envs: int, out: Path) -> dict:
-    config = CollectConfig(tasks=(args.task,), out=str(out), episodes_per_task=args.episodes, variations=1,
+    episodes = args.episodes if args.episodes_per_env is None else args.episodes_per_env * num_envs
+    config = CollectConfig(tasks=(args.task,), out=str(out), episodes_per_task=episodes, variations=1,
                            backend="mujoco", num_envs=num_envs, image_size=tuple(args.image_size),
                            seed=args.seed, writers=args.writers, progress=not args.quiet)
     main_process = psutil.Process()
@@ -91,6 +94,12 @@ def pillow_png(image: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
+def zlib_deflate(data: memoryview) -> bytes:
+    """Our PNG rows deflated by zlib's fastest run-length setting (what the writers used before ISA-L)."""
+    deflate = zlib.compressobj(1, zlib.DEFLATED, zlib.MAX_WBITS, 8, zlib.Z_RLE)
+    return deflate.compress(data) + deflate.flush()
+
+
 def write_after(demo: Demo, folder: Path, episodes: int, barrier, times) -> None:
     """Write `episodes` copies of `demo` once every worker is ready; report when this one started and ended."""
     barrier.wait()
@@ -115,16 +124,16 @@ def parallel_seconds(demo: Demo, root: Path, workers: int, episodes: int, make_b
 
 
 def measure_writing(dataset: Path, root: Path, workers: int, episodes: int = 4) -> dict:
-    """PNG encoding per frame, Pillow vs ours; then whole episodes written by one thread, by `workers` threads
+    """PNG encoding per frame, Pillow vs zlib vs ours; then whole episodes written by one thread, by `workers` threads
     and by `workers` processes (the same work each time)."""
     demo = read_episode(next(dataset.rglob("episode0")))
     frames = encoder_frames(demo)
-    start = time.perf_counter()
-    ours = [png_bytes(frame) for frame in frames]
-    ours_s = time.perf_counter() - start
-    start = time.perf_counter()
-    pillow = [pillow_png(frame) for frame in frames]
-    pillow_s = time.perf_counter() - start
+    encoders = {"pillow": pillow_png, "zlib": lambda frame: png_bytes(frame, deflate=zlib_deflate), "ours": png_bytes}
+    encoded, seconds = {}, {}
+    for name, encode in encoders.items():
+        start = time.perf_counter()
+        encoded[name] = [encode(frame) for frame in frames]
+        seconds[name] = time.perf_counter() - start
     start = time.perf_counter()
     write_after(demo, root / "serial", workers * episodes, threading.Barrier(1), queue.Queue())
     serial = time.perf_counter() - start
@@ -134,10 +143,8 @@ def measure_writing(dataset: Path, root: Path, workers: int, episodes: int = 4) 
                                     SPAWN.Process)
     steps = len(demo.actions) + 1
     return {"frames": len(frames), "shape": list(frames[0].shape),
-            "pillow_ms_per_frame": round(1e3 * pillow_s / len(frames), 4),
-            "ours_ms_per_frame": round(1e3 * ours_s / len(frames), 4),
-            "pillow_mean_bytes": int(np.mean([len(data) for data in pillow])),
-            "ours_mean_bytes": int(np.mean([len(data) for data in ours])),
+            **{f"{name}_ms_per_frame": round(1e3 * seconds[name] / len(frames), 4) for name in encoders},
+            **{f"{name}_mean_bytes": int(np.mean([len(data) for data in encoded[name]])) for name in encoders},
             "episode_steps": steps,
             "write_ms_per_step_one_thread": round(1e3 * serial / (workers * episodes * steps), 3),
             "workers": workers, "threads_speedup": round(serial / threaded, 2),
@@ -170,7 +177,10 @@ def main() -> int:
     parser = ArgumentParser(description=__doc__)
     parser.add_argument("--tag", required=True, help="names the outputs: collect_{tag}.json / .png")
     parser.add_argument("--task", default="pick_and_lift")
-    parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument("--episodes", type=int, default=100, help="episodes per run")
+    parser.add_argument("--episodes_per_env", type=int, default=None,
+                        help="instead of --episodes: this many per env, so that every run has as many rounds of "
+                             "demos (a short run at many envs is mostly its start and its tail)")
     parser.add_argument("--num_envs", type=int, nargs="+", default=[1, os.cpu_count() or 1])
     parser.add_argument("--image_size", type=int, nargs=2, default=(128, 128))
     parser.add_argument("--seed", type=int, default=0)
@@ -218,10 +228,10 @@ def main() -> int:
         bound = round(one["workers_cpu_ms_per_demo"] / cpu_per_demo, 3)
         print(f"with every core busy, efficiency <= workers' share of the CPU per demo: {bound:.2f}")
         writing = measure_writing(root / "envs1_run0", root / "writing", os.cpu_count() or 1)
-        print(f"PNG per frame: Pillow {writing['pillow_ms_per_frame']:.3f} ms, ours {writing['ours_ms_per_frame']:.3f}"
-              f" ms; episodes written at {writing['write_ms_per_step_one_thread']:.1f} ms/step by one thread, "
-              f"x{writing['threads_speedup']} by {writing['workers']} threads, x{writing['processes_speedup']} by "
-              f"{writing['workers']} processes")
+        print(f"PNG per frame: Pillow {writing['pillow_ms_per_frame']:.3f} ms, zlib "
+              f"{writing['zlib_ms_per_frame']:.3f} ms, ours {writing['ours_ms_per_frame']:.3f} ms; episodes written "
+              f"at {writing['write_ms_per_step_one_thread']:.1f} ms/step by one thread, x{writing['threads_speedup']} "
+              f"by {writing['workers']} threads, x{writing['processes_speedup']} by {writing['workers']} processes")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     report = {

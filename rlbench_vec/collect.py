@@ -14,7 +14,8 @@
   crashed or hung worker (the engine restarts it) costs only its job, retried with the same seed. After
   --max_attempts a job is given up and reported.
 - Writing: a pool of writer processes (rlbench_vec.datasets.writers) encodes and stores demos while the
-  workers collect; an episode appears on disk only complete (staging folder, then rename).
+  workers collect, on the cores the workers leave free; where they leave none, each worker writes its own
+  demos. An episode appears on disk only complete (staging folder, then rename).
 - Resume: a rerun with the same arguments skips the episodes on disk and sweeps what dead writers left.
 - Summary: {out}/collect_summary.json (tasks, variations, episodes, failures, seconds, demos/s, command).
 """
@@ -25,6 +26,7 @@ import collections
 import functools
 import json
 import math
+import os
 import shlex
 import sys
 import time
@@ -43,7 +45,7 @@ from .cli import INTERRUPTED, ArgumentParser, run_main
 from .config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, EnvConfig, VectorConfig, integer
 from .datasets import remove_stale_staging
 from .datasets.lerobot_format import LeRobotOptions
-from .datasets.writers import FORMATS, Episode, WriterOptions, WriterPool
+from .datasets.writers import FORMATS, Episode, WriterOptions, WriterPool, store_rlbench
 from .errors import ConfigError, RLBenchVecError, WorkerError
 from .vector_env import RLBenchVectorEnv
 
@@ -63,8 +65,9 @@ class CollectConfig:
     backend, image_size (width, height), cameras, modalities (None: rgb, depth, mask for rlbench; rgb for lerobot),
     arm_mode, absolute_mode, gripper_mode, max_episode_steps, backend_options, renderer. Engine: num_envs (worker
     processes, one demo each at a time), demo_timeout_s (a worker silent that long on one demo is restarted; None:
-    no limit), max_attempts per job. Writing: writers (processes; None: num_envs / 2, lerobot: 1), queue_size (demos
-    handed to writers and not yet written; None: 2 per writer), lerobot_vcodec, lerobot_checkpoint_every. progress:
+    no limit), max_attempts per job. Writing: writers (processes; 0: each worker writes its own demos; None:
+    default_writers, lerobot: 1), queue_size (demos handed to writers and not yet written; None: 2 per writer),
+    lerobot_vcodec, lerobot_checkpoint_every. progress:
     show a progress bar."""
 
     tasks: tuple[str, ...] = ("reach_target",)
@@ -111,12 +114,12 @@ class CollectConfig:
             raise ConfigError(f"demo_timeout_s must be > 0 seconds or None, got {self.demo_timeout_s!r}.")
         num_envs = integer("num_envs", self.num_envs, 1)
         writers = 1 if self.format == "lerobot" else integer(
-            "writers", self.writers if self.writers is not None else math.ceil(num_envs / 2), 1)
+            "writers", self.writers if self.writers is not None else default_writers(num_envs), 0)
         config = replace(
             self, tasks=tasks, episodes_per_task=integer("episodes_per_task", self.episodes_per_task, 1),
             num_envs=num_envs, seed=integer("seed", self.seed, 0),
             max_attempts=integer("max_attempts", self.max_attempts, 1),
-            writers=writers, queue_size=integer("queue_size", self.queue_size or 2 * writers, 1),
+            writers=writers, queue_size=integer("queue_size", self.queue_size or max(2 * writers, 1), 1),
             lerobot_checkpoint_every=integer("lerobot_checkpoint_every", self.lerobot_checkpoint_every, 1),
             modalities=tuple(self.modalities or DEFAULT_MODALITIES[self.format]),
             image_size=(int(self.image_size[0]), int(self.image_size[1])), cameras=tuple(self.cameras),
@@ -162,6 +165,14 @@ class CollectConfig:
             else:
                 words += [f"--{f.name}", str(value)]
         return shlex.join(words)
+
+
+def default_writers(num_envs: int) -> int:
+    """Writer processes for the rlbench format: half as many as envs, but only on the cores the envs leave
+    free; none when they leave none, and each worker writes its own demos (writers would compete with the
+    workers for cores, and a demo's images would cross two more processes on the way)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(0, min(math.ceil(num_envs / 2), cores - num_envs))
 
 
 def known_variation_count(config: EnvConfig) -> int | None:
@@ -277,7 +288,7 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
     started = time.perf_counter()
     start_s = 0.0
     progress: ProgressBar | None = None
-    options = WriterOptions(config.format, int(config.writers or 1), int(config.queue_size or 1),
+    options = WriterOptions(config.format, int(config.writers or 0), int(config.queue_size or 1),
                             LeRobotOptions(vcodec=config.lerobot_vcodec,
                                            checkpoint_every=config.lerobot_checkpoint_every))
     pool = WriterPool(out, options, env_configs)
@@ -334,12 +345,15 @@ def _collect_jobs(env: RLBenchVectorEnv, jobs: collections.deque[Job], config: C
     """Run `jobs` on every env of `env` at once, each env starting its next job as soon as it returns a demo."""
     running: dict[int, Job] = {}
     idle = list(range(env.num_envs))
+    in_workers = pool.options.processes == 0
     while jobs or running:
         while idle and jobs:
             env_id, job = idle.pop(), jobs.popleft()
             job.worker_pid = env.worker_pid(env_id)
-            env.call_async("get_demos", 1, job_seed(config.seed, job.episode, job.failures),
-                           variation=job.episode.variation, env_ids=[env_id], ends_episode=True,
+            seed = job_seed(config.seed, job.episode, job.failures)
+            name, args = ("write_demo", (functools.partial(store_rlbench, str(pool.out), job.episode), seed)) \
+                if in_workers else ("get_demos", (1, seed))
+            env.call_async(name, *args, variation=job.episode.variation, env_ids=[env_id], ends_episode=True,
                            timeout=config.demo_timeout_s)
             running[env_id] = job
         for env_id, result in env.call_wait(min_envs=1):
@@ -349,12 +363,15 @@ def _collect_jobs(env: RLBenchVectorEnv, jobs: collections.deque[Job], config: C
                 job.crashes += 1  # the worker died or hung: not the demo's fault, same seed again
                 tally.worker_errors += 1
                 job.error = str(result).splitlines()[0]
-            elif isinstance(result, WorkerError) or not result[0].success:
+            elif isinstance(result, WorkerError) or not (result.success if in_workers else result[0].success):
                 job.failures += 1
                 tally.demo_failures += 1
                 job.error = str(result).splitlines()[0] if isinstance(result, WorkerError) else "the demo failed"
             else:
-                pool.submit(job.episode, result[0])
+                if in_workers:
+                    pool.written_in_worker(job.episode, result)
+                else:
+                    pool.submit(job.episode, result[0])
                 continue
             if job.attempts < config.max_attempts:
                 jobs.appendleft(job)
@@ -444,7 +461,9 @@ def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
     parser.add_argument("--demo_timeout_s", type=float, default=default.demo_timeout_s,
                         help="restart a worker silent this long on one demo")
     parser.add_argument("--max_attempts", type=int, default=default.max_attempts, help="per episode")
-    parser.add_argument("--writers", type=int, default=None, help="writer processes (default: num_envs / 2)")
+    parser.add_argument("--writers", type=int, default=None,
+                        help="writer processes; 0: each worker writes its own demos (default: num_envs / 2 on the "
+                             "cores the envs leave free, 0 when they leave none)")
     parser.add_argument("--queue_size", type=int, default=None,
                         help="demos waiting for writers (default: 2 per writer)")
     parser.add_argument("--lerobot_vcodec", default=default.lerobot_vcodec)

@@ -13,7 +13,7 @@ case $stage in
   reset) python3 benchmarks/reset_overlap.py --tag gpu16 --num_envs 16 --reset_s 0 0.05 0.25 1.0 --seconds 3 \
            --out "$OUT" ;;
   mujoco) python3 benchmarks/mujoco_groups.py --tag h100 --num_envs 16 64 --envs_per_worker 1 4 --out "$OUT" ;;
-  collect) python3 benchmarks/collect_bench.py --tag gpu16 --episodes ${EPISODES:-100} --num_envs 1 4 16 --quiet \
+  collect) python3 benchmarks/collect_bench.py --tag gpu16 --episodes_per_env ${EPISODES_PER_ENV:-20} --num_envs 1 4 16 --quiet \
            --out "$OUT" ;;
   engine) for part in mujoco peers reset; do bash "$0" "$part"; done ;;
   cuda) python3 scripts/bench_cuda.py --out "$OUT/bench_cuda_h100.json" ;;

@@ -10,7 +10,7 @@ for p in manylinux_2_35 manylinux_2_34 manylinux_2_31 manylinux_2_28 manylinux_2
   platforms+=(--platform "${p}_x86_64")
 done
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp "${platforms[@]}" \
-  -d .dev/whl mujoco==4.0.0 mujoco-core==4.0.0 mujoco-studio==4.0.0 mujoco-warp==4.0.0 warp-lang==1.19.0 \
+  -d .dev/whl mujoco==4.0.0 mujoco-core==4.0.0 mujoco-studio==4.0.0 mujoco-warp==4.0.0 warp-lang==1.19.0 isal==1.9.1 \
   gymnasium farama-notifications cloudpickle glfw pyopengl stable-baselines3
 tmp=$(mktemp -d)
 unzip -q .dev/whl/warp_lang-1.19.0-*.whl -d "$tmp"

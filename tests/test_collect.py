@@ -56,10 +56,12 @@ def files(root: Path) -> dict[str, bytes]:
             and path.name != SUMMARY_FILE}
 
 
-@pytest.fixture(scope="module")
-def collected(tmp_path_factory) -> tuple[Path, dict]:
+@pytest.fixture(scope="module", params=[1, 0], ids=["writer process", "workers write"])
+def collected(request, tmp_path_factory) -> tuple[Path, dict]:
+    """The same dataset written by a writer process, and by the workers themselves (writers=0)."""
     out = tmp_path_factory.mktemp("collected")
-    summary = collect(replace(CONFIG, out=str(out)))
+    summary = collect(replace(CONFIG, out=str(out), writers=request.param))
+    assert summary["writer"]["processes"] == request.param
     assert not own_segments() and not leftover_processes(), "collect() left processes or shared memory behind"
     return out, summary
 
@@ -245,12 +247,20 @@ def test_lerobot_format_reads_back(tmp_path):
                 assert np.abs(decoded - demo.observations[f"{camera}_rgb"][t]).mean() < 12  # lossy video
 
 
+@pytest.mark.parametrize("cores, num_envs, writers", [(16, 1, 1), (16, 4, 2), (16, 12, 4), (16, 16, 0), (2, 1, 1),
+                                                      (2, 2, 0), (2, 8, 0)])
+def test_writers_take_the_cores_the_envs_leave(monkeypatch, cores, num_envs, writers):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert CollectConfig(tasks=(TASK,), num_envs=num_envs, backend="mujoco").validated().writers == writers
+    assert CollectConfig(tasks=(TASK,), num_envs=num_envs, backend="mujoco", writers=3).validated().writers == 3
+
+
 def test_a_dead_writer_stops_the_run_and_a_rerun_completes(tmp_path):
     """A writer killed mid-run loses what it was writing: the run stops with a DatasetError (exit code 2) and
     its summary; the rerun sweeps the writer's staging folder and collects what is missing."""
     command = [sys.executable, "-m", "rlbench_vec.collect", "--tasks", TASK, "--episodes_per_task", "8",
-               "--backend", "mujoco", "--num_envs", "2", "--image_size", "16", "16", "--progress", "0",
-               "--out", str(tmp_path)]
+               "--backend", "mujoco", "--num_envs", "2", "--writers", "1", "--image_size", "16", "16", "--progress",
+               "0", "--out", str(tmp_path)]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = None
     deadline = time.monotonic() + 120

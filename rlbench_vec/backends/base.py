@@ -45,6 +45,17 @@ class Demo:
     descriptions: list[str]
 
 
+
+@dataclass(frozen=True)
+class WrittenDemo:
+    """What Backend.write_demo reports instead of the demo: whether it succeeded (and so was written), its
+    observation steps, and the wall and CPU seconds writing took."""
+
+    success: bool
+    steps: int
+    write_s: float = 0.0
+    write_cpu_s: float = 0.0
+
 class Backend(ABC):
     """One simulator instance in one worker process."""
 
@@ -133,6 +144,18 @@ class Backend(ABC):
         """`amount` demos from `seed`, all of `variation` (None: the fixed one of backend_options, else each
         drawn); a variation out of 0..variation_count-1 is a ConfigError. The env needs a reset afterwards."""
         raise NotImplementedError(f"{type(self).__name__} cannot collect demos")
+
+    def write_demo(self, write: Callable[[Demo], Any], seed: int | None = None,
+                   variation: int | None = None) -> WrittenDemo:
+        """One demo as get_demos(1, seed, variation) makes it, passed to `write` here in the worker when it
+        succeeded, instead of sent back: a demo's images are megabytes that would otherwise cross two more
+        processes (the collector writes in place when no core is left for writer processes)."""
+        demo = self.get_demos(1, seed, variation)[0]
+        if not demo.success:
+            return WrittenDemo(False, len(demo.actions) + 1)
+        start, cpu = time.perf_counter(), time.process_time()
+        write(demo)
+        return WrittenDemo(True, len(demo.actions) + 1, time.perf_counter() - start, time.process_time() - cpu)
 
     def close(self) -> None:  # noqa: B027 - a hook: a backend with nothing to stop keeps it
         """Stop the simulator. Must be safe to call once after a failed __init__ step."""

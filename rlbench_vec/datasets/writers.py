@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.base import Demo
+from ..backends.base import Demo, WrittenDemo
 from ..config import EnvConfig
 from ..errors import DatasetError
 from ..process import SPAWN, death_reason, die_with_parent
@@ -53,7 +53,8 @@ class Episode:
 
 @dataclass(frozen=True)
 class WriterOptions:
-    """format: "rlbench" or "lerobot". processes: writer processes (lerobot: 1). queue_size: demos handed
+    """format: "rlbench" or "lerobot". processes: writer processes (lerobot: 1; rlbench: 0 when the workers write
+    their demos themselves, see written_in_worker). queue_size: demos handed
     over and not yet written, at most. lerobot: options of LeRobot datasets."""
 
     format: str = "rlbench"
@@ -93,8 +94,10 @@ class WriterStats:
             "write_s_per_demo": round(float(np.mean(self.write_s)), 4) if written else 0.0,
             "write_ms_per_step": round(1e3 * sum(self.write_s) / max(self.steps, 1), 3),
             "write_cpu_ms_per_step": round(1e3 * self.write_cpu_s / max(self.steps, 1), 3),
-            "busy_fraction": round(sum(self.write_s) / (self.processes * wall), 3) if wall > 0 else 0.0,
-            "capacity_demos_per_s": round(self.processes * written / sum(self.write_s), 2) if written else 0.0,
+            "busy_fraction": round(sum(self.write_s) / (self.processes * wall), 3) if wall > 0 and self.processes
+            else 0.0,
+            "capacity_demos_per_s": round(self.processes * written / sum(self.write_s), 2)
+            if written and self.processes else 0.0,
         }
 
 
@@ -164,6 +167,13 @@ class WriterPool:
         self._tasks.put((slot, buffers.name, buffers.fields, layout, episode, replace(demo, observations={})))
         self._busy[slot] = episode
         self.stats.handoff_s += time.perf_counter() - start
+
+    def written_in_worker(self, episode: Episode, written: WrittenDemo) -> None:
+        """A demo its worker wrote (a pool of no processes): counted as if a writer had."""
+        self.stats.write_s.append(written.write_s)
+        self.stats.write_cpu_s += written.write_cpu_s
+        self.stats.steps += written.steps
+        self._finished.append((episode, None))
 
     def take_finished(self) -> list[tuple[Episode, str | None]]:
         """Writes finished since the last call: (episode, None) when stored, (episode, error message) if not."""
@@ -263,6 +273,18 @@ class WriterPool:
 
 # ---- in the writer processes ----
 
+def _check_variation(episode: Episode, demo: Demo) -> None:
+    if demo.variation_index != episode.variation:
+        raise DatasetError(f"the demo for variation {episode.variation} is of variation {demo.variation_index}.")
+
+
+def store_rlbench(out: str, episode: Episode, demo: Demo) -> None:
+    """Write `demo` as `episode` in RLBench's layout under `out`: in a writer process, or in the worker that
+    recorded it (Backend.write_demo, given this function with out and episode bound)."""
+    _check_variation(episode, demo)
+    write_episode(out, episode.task, episode.episode, demo)
+
+
 class _Store:
     """Where a writer process puts demos, by format."""
 
@@ -279,12 +301,11 @@ class _Store:
         return {task: set(writer.completed) for task, writer in self.lerobot.items()}
 
     def write(self, episode: Episode, demo: Demo) -> None:
-        if demo.variation_index != episode.variation:
-            raise DatasetError(f"the demo for variation {episode.variation} is of variation {demo.variation_index}.")
         if self.options.format == "lerobot":
+            _check_variation(episode, demo)
             self.lerobot[episode.task].add_episode(demo, episode.episode)
         else:
-            write_episode(self.out, episode.task, episode.episode, demo)
+            store_rlbench(self.out, episode, demo)
 
     def close(self) -> None:
         for writer in self.lerobot.values():
