@@ -37,6 +37,7 @@ GRIPPER_MODES = ("discrete", "joint_position")
 BACKENDS = ("auto", "rlbench", "mujoco", "mjwarp", "synthetic")
 CHUNK_OBS = ("last", "all")
 AUTORESET_MODES = ("next_step", "same_step", "disabled")
+ACTION_TIMINGS = ("rlbench", "fixed")
 MAX_CHUNK = 65535  # a step command carries K in 16 bits
 MAX_IMAGE_SIDE = 4096
 
@@ -108,6 +109,10 @@ class EnvConfig:
     low_dim: low-dim fields (None: the backend's default). misc: add each camera's extrinsics,
     intrinsics, near and far (RLBench's Observation.misc). arm_mode / absolute_mode / gripper_mode:
     RLBench's MoveArmThenGripper. renderer: backend-specific (mujoco: osmesa, egl, glfw).
+    action_timing: "rlbench" (an action runs until it is done: ik until the arm gets there, a gripper
+    change until the fingers stop) or "fixed" (every action is one 0.05 s control step; the arm's target
+    and the gripper's goal are kept until reached or replaced, and info["arm_moving"] /
+    info["gripper_moving"] say what is still under way): the embedded backends (mujoco, mjwarp).
     `validated()` resolves backend="auto" and low_dim=None, so a validated config names both.
     """
 
@@ -125,6 +130,7 @@ class EnvConfig:
     max_episode_steps: int = 200
     renderer: str | None = None
     backend_options: Mapping[str, Any] = field(default_factory=dict)
+    action_timing: str = "rlbench"
     video_cameras: tuple[str, ...] = ()  # set by the engine for recording envs: render_rgb must serve these
 
     def validated(self) -> EnvConfig:
@@ -144,7 +150,13 @@ class EnvConfig:
             image_size=size, max_episode_steps=integer("max_episode_steps", self.max_episode_steps, 1),
             misc=flag("misc", self.misc), depth_in_meters=flag("depth_in_meters", self.depth_in_meters),
             absolute_mode=flag("absolute_mode", self.absolute_mode),
+            action_timing=choose("action_timing", self.action_timing, ACTION_TIMINGS),
         )
+        if config.backend == "rlbench" and config.action_timing == "fixed":
+            raise ConfigError(
+                "action_timing='fixed' needs a simulator the env steps itself, one control step per action: "
+                "RLBench's action modes run each action until it is done (its own loop in CoppeliaSim), so the "
+                "rlbench backend runs action_timing='rlbench' only; use backend='mujoco' or 'mjwarp' for 'fixed'.")
         low_dim = backend_class(config.backend).default_low_dim(config) if self.low_dim is None else self.low_dim
         return replace(
             config,

@@ -1,11 +1,12 @@
 """MjwarpGroup: the envs of a vector env as the worlds of one BatchedSimulation, in one worker.
 
-Instance i is world i. A step moves the commanded worlds together (the others hold still, see
-docs/mjwarp.md); resets are drawn on the host at once and reach the device with the next observation
-in one launch; observations are rendered once per state and copied, one copy per key, into the
-result page's slots. On a GPU the two result pages are CUDA tensors made here and shared once with
-the main process (device_pages), so a step's observations never leave the GPU; on warp's CPU device
-they go into the shared-memory block like any backend's.
+Instance i is world i. A step moves the commanded worlds together, each on its own clock (a world
+whose action is done, or that has none, is frozen: see docs/mjwarp.md); resets are drawn on the
+host at once and reach the device with the next observation in one launch; observations are
+rendered once per state and copied, one copy per key, into the result page's slots. On a GPU the
+two result pages are CUDA tensors made here and shared once with the main process (device_pages),
+so a step's observations never leave the GPU; on warp's CPU device they go into the shared-memory
+block like any backend's.
 
 Imported in the worker only: it imports torch, warp, mujoco_warp and mujoco.
 """
@@ -26,7 +27,7 @@ from ...errors import ConfigError
 from ...spec import observation_spec
 from ..base import EnvGroup, GroupStep, failure
 from . import device_of
-from .control import ERROR_MESSAGES
+from .control import ARM_MOVING, ERROR_MESSAGES, GRIPPER_MOVING
 from .faults import fault_names
 
 if "mujoco" not in sys.modules:
@@ -61,12 +62,12 @@ class MjwarpGroup(EnvGroup):
         self.layout = observation_spec(config)
         options = config.backend_options
         self.sim = BatchedSimulation(self._rendered(config), self.size, device_of(config),
-                                     nconmax=options.get("nconmax", 64), njmax=options.get("njmax", 256))
+                                     nconmax=options.get("nconmax", 64), njmax=options.get("njmax", 256),
+                                     deterministic=bool(options.get("deterministic", False)))
         self.device = torch.device(self.sim.torch_device)
         self._observations: dict[str, torch.Tensor] | None = None  # None: the state changed since the last render
         self._actions = np.zeros((self.size, self.sim.action_size), np.float32)
         self._active = np.zeros(self.size, bool)
-        self._held_faults = np.zeros(self.size, np.int32)  # faults of worlds that held still, not yet reported
         self._everyone = np.arange(self.size)
         self._tensor_views: dict[int, tuple[Mapping, dict[str, torch.Tensor]]] = {}
 
@@ -116,23 +117,21 @@ class MjwarpGroup(EnvGroup):
             out = self.sim.step(self._actions, active=self._active)
         self._observations = None
         # one device-to-host copy for every world's results
-        reward, terminated, fault, error = torch.stack(
-            [out.reward, out.terminated.float(), out.fault.float(), out.error.float()]).cpu().numpy()
-        faults = fault.astype(np.int32)
-        held = faults != 0
-        held[local] = False
-        self._held_faults[held] |= faults[held]  # restored to their episode start: report with their next action
-        bits = faults[local] | self._held_faults[local]
-        self._held_faults[local] = 0
-        codes = error[local].astype(np.int32)
-        result = GroupStep(reward[local].astype(np.float64), terminated[local] > 0, {}, {},
-                           truncated=bits != 0)
-        for j in np.flatnonzero(bits | codes).tolist():
+        reward, terminated, fault, error, moving = torch.stack([
+            out.reward, out.terminated.float(), out.fault.float(), out.error.float(), out.moving.float()]).cpu().numpy()
+        bits, codes = fault[local].astype(np.int32), error[local].astype(np.int32)
+        motion = moving[local].astype(np.int32)  # fixed timing only: what is still under way
+        result = GroupStep(reward[local].astype(np.float64), terminated[local] > 0, {}, {}, truncated=bits != 0)
+        for j in np.flatnonzero(bits | codes | motion).tolist():
             info = result.infos[j] = {}
             if bits[j]:
                 info["fault"] = ",".join(fault_names(int(bits[j])))
             if codes[j]:
                 info["error"] = f"InvalidActionError: {ERROR_MESSAGES[int(codes[j])]}"
+            if motion[j] & ARM_MOVING:
+                info["arm_moving"] = True
+            if motion[j] & GRIPPER_MOVING:
+                info["gripper_moving"] = True
         result.seconds = time.perf_counter() - start
         return result
 

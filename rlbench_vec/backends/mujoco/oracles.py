@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import ConfigError
 from .actions import ActionExecutor
 from .geometry import frame_quat, mat_to_quat, yaw_rotation
 from .robot import CONTROL_DT, PATH_ACCELERATION, Panda, line_duration
@@ -115,6 +116,9 @@ def _braking_velocity(delta: np.ndarray) -> np.ndarray:
 def oracle_actions(task: Task, panda: Panda, executor: ActionExecutor) -> Iterator[np.ndarray]:
     """Actions (float32) solving the current episode; the caller steps each before asking for the next."""
     config = executor.config
+    if config.action_timing != "rlbench":
+        raise ConfigError("the oracles plan one action per waypoint, each run until it is done: demos need "
+                          "action_timing='rlbench' (make the env that collects them with it).")
     for waypoint in ORACLES[task.name](task, panda):
         gripper = _gripper_value(executor, waypoint.gripper_open)
         moved = False
