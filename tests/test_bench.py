@@ -104,3 +104,14 @@ def test_mujoco_survives_invalid_actions_and_records(tmp_path, monkeypatch):
     assert result["invalid_actions"] > 0 and result["resets"] > 0
     assert result["record"] and os.listdir(video_dir)
     assert all(name.startswith("env000_") for name in os.listdir(video_dir))
+
+
+def test_a_mujoco_summary_names_the_gpu_backend_where_it_can_run(tmp_path, monkeypatch, capsys):
+    result = run_json(tmp_path, *SYNTHETIC, "--num_envs", "1", "--steps", "3", "--action_timing", "fixed")
+    assert result["action_timing"] == "fixed"
+    result["backend"] = "mujoco"
+    for usable in (False, True):
+        monkeypatch.setattr(bench.mjwarp, "usable_here", lambda usable=usable: usable)
+        capsys.readouterr()
+        bench.print_summary(result)
+        assert ("--backend mjwarp is available" in capsys.readouterr().out) == usable

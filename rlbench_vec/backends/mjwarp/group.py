@@ -70,6 +70,7 @@ class MjwarpGroup(EnvGroup):
         self._active = np.zeros(self.size, bool)
         self._everyone = np.arange(self.size)
         self._tensor_views: dict[int, tuple[Mapping, dict[str, torch.Tensor]]] = {}
+        self._page_tensors: list[torch.Tensor] = []  # the result pages shared with the main process
 
     @staticmethod
     def _rendered(config: EnvConfig) -> EnvConfig:
@@ -180,7 +181,9 @@ class MjwarpGroup(EnvGroup):
             return None
 
         def tensor(shape: tuple[int, ...], dtype: np.dtype) -> torch.Tensor:
-            return torch.zeros(shape, dtype=torch.from_numpy(np.empty(0, dtype)).dtype, device=self.device)
+            made = torch.zeros(shape, dtype=torch.from_numpy(np.empty(0, dtype)).dtype, device=self.device)
+            self._page_tensors.append(made)
+            return made
 
         def page() -> dict[str, dict[str, torch.Tensor]]:
             made = {"obs": {key: tensor((rows, *s.shape), s.dtype) for key, s in layout.items()}}
@@ -220,3 +223,11 @@ class MjwarpGroup(EnvGroup):
         self._observations = None
         self._tensor_views.clear()
         self.sim.close()
+        if self._page_tensors:
+            # Free the pages now, not at interpreter exit: torch's CUDA IPC counts every page the main
+            # process was sent, and warns at exit about any still allocated. The main process let go of
+            # them before asking workers to close (its users hold aliases only: rlbench_vec/tensors.py).
+            for page in self._page_tensors:
+                page.set_()  # every holder (the runner's page dicts too) now sees an empty tensor
+            self._page_tensors.clear()
+            torch.cuda.ipc_collect()
