@@ -228,6 +228,6 @@ class MjwarpGroup(EnvGroup):
             # process was sent, and warns at exit about any still allocated. The main process let go of
             # them before asking workers to close (its users hold aliases only: rlbench_vec/tensors.py).
             for page in self._page_tensors:
-                page.set_(torch.empty(0, dtype=page.dtype, device=page.device))  # every holder sees it empty
+                page.set_(torch.empty(0, dtype=page.dtype, device=page.device).untyped_storage())  # for all holders
             self._page_tensors.clear()
             torch.cuda.ipc_collect()
