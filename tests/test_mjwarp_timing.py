@@ -154,3 +154,29 @@ def test_partial_steps_leave_unfinished_worlds_in_their_action():
     sim.step(far, active=[True, False])
     assert np.array_equal(sim.d.qpos.numpy()[0], partial) and steps > 1
     sim.close()
+
+
+def test_the_group_returns_worlds_as_their_actions_finish():
+    """MjwarpGroup's partial completion (EnvGroup.start/advance, what a worker runs for recv(min_envs)):
+    the first advance returns the worlds done with their short actions and their results; they get
+    new actions and join the world still moving; the long action's result comes once, when it is done."""
+    from rlbench_vec.backends.mjwarp.group import MjwarpGroup
+
+    cfg = EnvConfig(task="pick_and_lift", backend="mjwarp", arm_mode="ik", absolute_mode=False, cameras=(),
+                    backend_options={"device": DEVICE}).validated()
+    use_renderer(replace(cfg, backend="mujoco"))
+    group = MjwarpGroup(cfg, range(3))
+    assert group.partial_steps
+    group.reset(np.arange(3), SEEDS, [None] * 3)
+    far = actions(group.sim, 0, busy=True)  # world 0: a long move and a gripper change; worlds 1, 2: short moves
+    group.start(np.arange(3), far)
+    done, result = group.advance(1)
+    assert 0 not in done and len(done) >= 1 and len(result.reward) == len(done)
+    reported = list(done)
+    while 0 not in done:
+        group.start(done, far[done])
+        done, result = group.advance(1)
+        reported += list(done)
+    assert reported.count(0) == 1 and len(reported) > 3
+    assert not result.terminated.any() and result.truncated is not None and not result.truncated.any()
+    group.close()

@@ -51,6 +51,8 @@ READABLE = ("variation", "config")  # what get_attr reads per env
 class MjwarpGroup(EnvGroup):
     """Every env of the vector env, as worlds 0..size-1 of one simulator on backend_options' device."""
 
+    partial_steps = True  # rlbench timing: worlds finish their actions at different control steps
+
     def __init__(self, config: EnvConfig, instances: Sequence[int]):
         if tuple(instances) != tuple(range(len(instances))):
             raise ConfigError(
@@ -67,7 +69,7 @@ class MjwarpGroup(EnvGroup):
         self.device = torch.device(self.sim.torch_device)
         self._observations: dict[str, torch.Tensor] | None = None  # None: the state changed since the last render
         self._actions = np.zeros((self.size, self.sim.action_size), np.float32)
-        self._active = np.zeros(self.size, bool)
+        self._starting = np.zeros(self.size, bool)  # worlds given an action since the last advance
         self._everyone = np.arange(self.size)
         self._tensor_views: dict[int, tuple[Mapping, dict[str, torch.Tensor]]] = {}
         self._page_tensors: list[torch.Tensor] = []  # the result pages shared with the main process
@@ -108,33 +110,44 @@ class MjwarpGroup(EnvGroup):
             return failure(error)
 
     def step(self, local, actions):
+        """Every commanded world's action, run until it is done in its world (each world on its own clock)."""
+        self.start(local, actions)
+        finished, result = self.advance(None)
+        if not np.array_equal(finished, local):  # results come in world order; the engine's local may not be
+            order = np.searchsorted(finished, local)
+            result = GroupStep(result.reward[order], result.terminated[order],
+                               {j: result.infos[i] for j, i in enumerate(order.tolist()) if i in result.infos},
+                               {}, result.seconds, None if result.truncated is None else result.truncated[order])
+        return result
+
+    def start(self, local, actions):
+        self._actions[local] = actions
+        self._starting[local] = True
+
+    def advance(self, min_done):
         start = time.perf_counter()
-        if len(local) == self.size and np.array_equal(local, self._everyone):
-            out = self.sim.step(actions)
-        else:
-            self._actions[local] = actions
-            self._active[:] = False
-            self._active[local] = True
-            out = self.sim.step(self._actions, active=self._active)
+        out = self.sim.step(self._actions, active=self._starting, min_done=min_done)
+        self._starting[:] = False
         self._observations = None
         # one device-to-host copy for every world's results
-        reward, terminated, fault, error, moving = torch.stack([
-            out.reward, out.terminated.float(), out.fault.float(), out.error.float(), out.moving.float()]).cpu().numpy()
-        bits, codes = fault[local].astype(np.int32), error[local].astype(np.int32)
-        motion = moving[local].astype(np.int32)  # fixed timing only: what is still under way
-        result = GroupStep(reward[local].astype(np.float64), terminated[local] > 0, {}, {}, truncated=bits != 0)
+        reward, terminated, fault, error, moving, finished = torch.stack([
+            out.reward, out.terminated.float(), out.fault.float(), out.error.float(), out.moving.float(),
+            out.finished.float()]).cpu().numpy()
+        done = np.flatnonzero(finished)
+        bits, codes, motion = (values[done].astype(np.int32) for values in (fault, error, moving))
+        result = GroupStep(reward[done].astype(np.float64), terminated[done] > 0, {}, {}, truncated=bits != 0)
         for j in np.flatnonzero(bits | codes | motion).tolist():
             info = result.infos[j] = {}
             if bits[j]:
                 info["fault"] = ",".join(fault_names(int(bits[j])))
             if codes[j]:
                 info["error"] = f"InvalidActionError: {ERROR_MESSAGES[int(codes[j])]}"
-            if motion[j] & ARM_MOVING:
+            if motion[j] & ARM_MOVING:  # fixed timing: what is still under way
                 info["arm_moving"] = True
             if motion[j] & GRIPPER_MOVING:
                 info["gripper_moving"] = True
         result.seconds = time.perf_counter() - start
-        return result
+        return done, result
 
     # ------------------------------------------------------------------ observations
     def _current(self) -> dict[str, torch.Tensor]:
