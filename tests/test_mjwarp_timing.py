@@ -180,3 +180,15 @@ def test_the_group_returns_worlds_as_their_actions_finish():
     assert reported.count(0) == 1 and len(reported) > 3
     assert not result.terminated.any() and result.truncated is not None and not result.truncated.any()
     group.close()
+
+
+def test_fixed_timing_through_the_vector_env_says_what_is_under_way(make_env):
+    env = make_env(num_envs=2, task="pick_and_lift", backend="mjwarp", backend_options={"device": DEVICE},
+                   arm_mode="joint_velocity", action_timing="fixed", cameras=("front",), image_size=(32, 32))
+    env.reset(seed=0)
+    close = np.array([[0, 0.2, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 1]], np.float32)  # env 1 keeps it open
+    _, _, _, _, info = env.step(close)
+    assert info["gripper_moving"].tolist() == [True, False] and info["_gripper_moving"].tolist() == [True, False]
+    for _ in range(20):
+        obs, _, _, _, info = env.step(close)
+    assert "gripper_moving" not in info and obs["gripper_joint_positions"][0].max() < 0.002
