@@ -29,8 +29,19 @@ from typing import Any
 import numpy as np
 import psutil
 
+from .backends import mjwarp
 from .cli import ArgumentParser, run_main
-from .config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, POSE_ARM_MODES, EnvConfig, VideoConfig
+from .config import (
+    ACTION_TIMINGS,
+    ARM_MODES,
+    BACKENDS,
+    CAMERAS,
+    GRIPPER_MODES,
+    MODALITIES,
+    POSE_ARM_MODES,
+    EnvConfig,
+    VideoConfig,
+)
 from .distributed import RankInfo
 from .vector_env import RLBenchVectorEnv
 
@@ -57,6 +68,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--absolute_mode", type=int, default=int(DEFAULTS.absolute_mode), choices=(0, 1),
                         help="0: delta actions")
     parser.add_argument("--gripper_mode", default=DEFAULTS.gripper_mode, choices=GRIPPER_MODES)
+    parser.add_argument("--action_timing", default=DEFAULTS.action_timing, choices=ACTION_TIMINGS,
+                        help="rlbench: an action runs until done; fixed: one control step per action (mujoco, mjwarp)")
     parser.add_argument("--renderer", default=None, help="backend renderer (mujoco: osmesa, egl, glfw)")
     parser.add_argument("--action_chunk", type=int, default=1, help="K actions per env per round trip (step_chunk)")
     parser.add_argument(
@@ -277,6 +290,7 @@ def make_env(args: argparse.Namespace, num_envs: int, on_worker_ready) -> RLBenc
         num_envs=num_envs, task=args.task, backend=args.backend, cameras=args.cameras,
         image_size=tuple(args.image_size), modalities=args.modalities, arm_mode=args.arm_mode,
         absolute_mode=bool(args.absolute_mode), gripper_mode=args.gripper_mode, renderer=args.renderer,
+        action_timing=args.action_timing,
         max_episode_steps=args.max_episode_steps, backend_options=args.backend_options,
         copy_obs=bool(args.copy_obs), seed=args.seed, max_chunk=args.action_chunk,
         envs_per_worker=args.envs_per_worker, spare_envs=args.spare_envs, eager_reset=bool(args.eager_reset),
@@ -376,6 +390,7 @@ def combine(args: argparse.Namespace, ranks: list[dict[str, Any]]) -> dict[str, 
     result = {
         "command": " ".join(["python -m rlbench_vec.bench", *args.argv]),
         "world_size": len(ranks), "backend": first["backend"], "task": args.task, "arm_mode": args.arm_mode,
+        "action_timing": args.action_timing,
         "num_envs": sum(r["num_envs"] for r in ranks), "steps": args.steps, "action_chunk": args.action_chunk,
         "async": args.async_, "min_envs": first["min_envs"], "copy_obs": bool(args.copy_obs),
         "record": args.record, "image_size": list(args.image_size), "cameras": args.cameras, "seed": args.seed,
@@ -436,6 +451,8 @@ def print_summary(result: dict[str, Any]) -> None:
     for rank in r.get("ranks", []):
         table.add_row(f"rank {rank['rank']}", f"{rank['sps']:,.0f} env-steps/s, {rank['num_envs']} envs")
     Console().print(table)
+    if r["backend"] == "mujoco" and mjwarp.usable_here():
+        Console().print(mjwarp.BENCH_HINT)
 
 
 def init_distributed(info: RankInfo):

@@ -42,6 +42,7 @@ GRIPPER_MODES = ("discrete", "joint_position")
 BACKENDS = ("auto", "rlbench", "mujoco", "mjwarp", "synthetic")
 CHUNK_OBS = ("last", "all")
 AUTORESET_MODES = ("next_step", "same_step", "disabled")
+ACTION_TIMINGS = ("rlbench", "fixed")
 MAX_CHUNK = 65535  # a step command carries K in 16 bits
 MAX_IMAGE_SIDE = 4096
 
@@ -137,6 +138,10 @@ class EnvConfig:
     low_dim: low-dim fields (None: the backend's default, see spec.low_dim_fields). misc: add each camera's extrinsics,
     intrinsics, near and far (RLBench's Observation.misc). arm_mode / absolute_mode / gripper_mode:
     RLBench's MoveArmThenGripper. renderer: backend-specific (mujoco: osmesa, egl, glfw).
+    action_timing: "rlbench" (an action runs until it is done: ik until the arm gets there, a gripper
+    change until the fingers stop) or "fixed" (every action is one 0.05 s control step; the arm's target
+    and the gripper's goal are kept until reached or replaced, and info["arm_moving"] /
+    info["gripper_moving"] say what is still under way): the embedded backends (mujoco, mjwarp).
     `validated()` checks values and resolves backend="auto"; a vector env also names the low-dim
     fields its backend chose (spec.low_dim_fields) in its `env_config`.
     """
@@ -155,6 +160,7 @@ class EnvConfig:
     max_episode_steps: int = 200
     renderer: str | None = None
     backend_options: Mapping[str, Any] = field(default_factory=dict)
+    action_timing: str = "rlbench"
     video_cameras: tuple[str, ...] = ()  # set by the engine for recording envs: render_rgb must serve these
 
     def validated(self) -> EnvConfig:
@@ -166,11 +172,12 @@ class EnvConfig:
         size = image_size(self.image_size)
         if not isinstance(self.backend_options, Mapping):
             raise ConfigError(f"backend_options must be a dict, got {self.backend_options!r}.")
-        return replace(
+        config = replace(
             self, task=snake_case(self.task), backend=resolve_backend(choose("backend", self.backend, BACKENDS)),
             image_size=size, max_episode_steps=integer("max_episode_steps", self.max_episode_steps, 1),
             misc=flag("misc", self.misc), depth_in_meters=flag("depth_in_meters", self.depth_in_meters),
             absolute_mode=flag("absolute_mode", self.absolute_mode),
+            action_timing=choose("action_timing", self.action_timing, ACTION_TIMINGS),
             cameras=choose_all("camera", self.cameras, CAMERAS),
             modalities=choose_all("modality", self.modalities, MODALITIES),
             low_dim=None if self.low_dim is None else choose_all("low-dim field", self.low_dim, LOW_DIM_FIELDS),
@@ -179,6 +186,12 @@ class EnvConfig:
             backend_options=dict(self.backend_options),
             video_cameras=choose_all("video camera", self.video_cameras, CAMERAS),
         )
+        if config.backend == "rlbench" and config.action_timing == "fixed":
+            raise ConfigError(
+                "action_timing='fixed' needs a simulator the env steps itself, one control step per action: "
+                "RLBench's action modes run each action until it is done (its own loop in CoppeliaSim), so the "
+                "rlbench backend runs action_timing='rlbench' only; use backend='mujoco' or 'mjwarp' for 'fixed'.")
+        return config
 
     @property
     def height(self) -> int:

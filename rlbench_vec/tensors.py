@@ -17,6 +17,15 @@ other streams (or event.synchronize() on the host). Before any worker may overwr
 (e.g. a locked-memory limit), the span is staged through torch's pinned memory instead: one more
 host copy, still asynchronous and correct.
 
+Device backends (mjwarp on a GPU): the observations are the worker's own CUDA pages, shared once
+through CUDA IPC. They reach the user as aliases of that memory (same address, no copy) that do not
+hold the IPC mapping: torch counts every tensor a consumer keeps of a producer's memory, and a worker
+exiting while the user still holds a step's observations printed "Producer process has been
+terminated before all shared CUDA tensors released" at every close. With aliases the env alone holds
+the pages, drops them in close() before its workers exit, and the worker frees its pages clean.
+Like every view the engine returns, an alias is valid until the next reset/step/recv call, and not
+after close().
+
 Rewards, terminated, truncated, info["executed"] and info["chunk_observations"] become tensors too
 (on the device); the rest of info (masks, descriptions, env_id...) stays numpy.
 
@@ -73,6 +82,20 @@ def unregister_pinned(start: int) -> None:
     torch.cuda.cudart().cudaHostUnregister(start)
 
 
+class CudaMemory:
+    """A bare `__cuda_array_interface__` over device memory: torch.as_tensor of it makes a tensor that
+    references nothing but this object (no CUDA IPC mapping, no allocator block)."""
+
+    def __init__(self, tensor: Any):
+        self.__cuda_array_interface__ = {
+            "shape": tuple(tensor.shape), "strides": tuple(s * tensor.element_size() for s in tensor.stride()),
+            "typestr": np.dtype(str(tensor.dtype).removeprefix("torch.")).str, "data": (tensor.data_ptr(), False),
+            "version": 2}
+
+
+ALIAS_CACHE = 256  # aliases kept: two pages of full batches reuse theirs; partial batches' slices vary
+
+
 class TensorConverter:
     """Called by RLBenchVectorEnv on every (obs, reward, terminated, truncated, info) it returns.
     pages: each page's observation views (rlbench_vec.shm: results alternate between two pages)."""
@@ -86,6 +109,7 @@ class TensorConverter:
         self._pages = [dict(views) for views in pages]
         self._shared = [{key: torch.from_numpy(view) for key, view in views.items()} for views in self._pages]
         self._pending: dict[int, Any] = {}  # page -> the torch.cuda.Event ending the last DMA reading it
+        self._aliases: dict[tuple, Any] = {}  # (address, shape, strides, dtype) -> alias of a device page's view
         self._device_pages = False  # results are a device backend's page tensors, read by the user's kernels
         self._unregister: weakref.finalize | None = None
         self.pinned = False
@@ -124,7 +148,9 @@ class TensorConverter:
             small["executed"] = info["executed"]
         chunk_obs = info.get("chunk_observations")
         if obs and not isinstance(next(iter(obs.values())), np.ndarray):  # tensors of a device backend already
-            obs = {key: value.to(self.device) for key, value in obs.items()}
+            obs = {key: self._alias(value) for key, value in obs.items()}
+            if chunk_obs is not None:
+                info["chunk_observations"] = {key: self._alias(value) for key, value in chunk_obs.items()}
             self._device_pages = self.device.type == "cuda"
             moved = {key: self._torch.from_numpy(value).to(self.device) for key, value in small.items()}
             info.update({"executed": moved.pop("executed")} if "executed" in moved else {})
@@ -139,6 +165,19 @@ class TensorConverter:
         if "executed" in moved:
             info["executed"] = moved["executed"]
         return out, moved["reward"], moved["terminated"], moved["truncated"], info
+
+    def _alias(self, view: Any) -> Any:
+        """A view of a device page on our device as an alias that holds no CUDA IPC mapping (see the
+        module's docstring); moved to another device, a copy."""
+        if view.device != self.device or view.device.type != "cuda":
+            return view.to(self.device)
+        key = (view.data_ptr(), tuple(view.shape), view.stride(), view.dtype)
+        alias = self._aliases.get(key)
+        if alias is None:
+            if len(self._aliases) >= ALIAS_CACHE:
+                self._aliases.clear()
+            alias = self._aliases[key] = self._torch.as_tensor(CudaMemory(view), device=self.device)
+        return alias
 
     def _copy_to_cuda(self, page: int, copies: Mapping[str, np.ndarray] | None, small: Mapping[str, np.ndarray],
                       chunk_obs: Mapping[str, np.ndarray] | None, info: dict) -> tuple[dict, dict]:
@@ -199,5 +238,6 @@ class TensorConverter:
         """Finish the copies in flight and unpin the shared block (before it is unmapped)."""
         for page in list(self._pending):
             self.wait_copies(page)
+        self._aliases.clear()
         if self._unregister is not None:
             self._unregister()

@@ -140,3 +140,14 @@ def test_the_progress_bar_counts_the_workers_that_start():
     bar.task("starting workers")(1, 2)
     bar.task("stepping", 8)(4)
     assert updates == [{"completed": 1, "total": 2}, {"completed": 4, "total": 8}]
+
+
+def test_a_mujoco_summary_names_the_gpu_backend_where_it_can_run(tmp_path, monkeypatch, capsys):
+    result = run_json(tmp_path, *SYNTHETIC, "--num_envs", "1", "--steps", "3", "--action_timing", "fixed")
+    assert result["action_timing"] == "fixed"
+    result["backend"] = "mujoco"
+    for usable in (False, True):
+        monkeypatch.setattr(bench.mjwarp, "usable_here", lambda usable=usable: usable)
+        capsys.readouterr()
+        bench.print_summary(result)
+        assert ("--backend mjwarp is available" in capsys.readouterr().out) == usable

@@ -66,3 +66,12 @@ def test_a_block_larger_than_free_shared_memory_is_refused(monkeypatch):
     monkeypatch.setattr(os, "statvfs", lambda path: Tiny() if path == "/dev/shm" else real(path))
     with pytest.raises(ConfigError, match=r"--shm-size=\d+g"):
         RLBenchVectorEnv(num_envs=2, backend="synthetic")
+
+
+def test_action_timing_is_checked_and_rlbench_runs_its_own_only():
+    with pytest.raises(ConfigError, match="unknown action_timing 'fast'.*rlbench, fixed"):
+        EnvConfig(backend="mujoco", action_timing="fast").validated()
+    with pytest.raises(ConfigError, match="rlbench backend runs action_timing='rlbench' only"):
+        EnvConfig(backend="rlbench", action_timing="fixed").validated()
+    assert EnvConfig(backend="mujoco", action_timing="fixed").validated().action_timing == "fixed"
+    assert EnvConfig().action_timing == "rlbench"

@@ -17,7 +17,7 @@ import pytest
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.backends.mujoco import BACKEND
 from rlbench_vec.backends.mujoco.backend import loaded_renderer
-from rlbench_vec.backends.mujoco.scene import CAMERA_FAR, CAMERA_NEAR, HOME_QPOS, TABLE_TOP_Z
+from rlbench_vec.backends.mujoco.scene import CAMERA_FAR, CAMERA_NEAR, FINGER_MAX, HOME_QPOS, TABLE_TOP_Z
 from rlbench_vec.backends.mujoco.tasks.base import COLORS
 from rlbench_vec.config import CAMERAS, EnvConfig
 from rlbench_vec.errors import BackendUnavailableError, ConfigError, WorkerError
@@ -416,3 +416,40 @@ def test_misc_gives_rlbench_camera_matrices_that_rebuild_the_point_cloud():
             in_camera = np.stack([u * depth, v * depth, depth], -1) @ np.linalg.inv(intrinsics).T
             world = in_camera @ extrinsics[:3, :3].T + extrinsics[:3, 3]
             np.testing.assert_allclose(world, obs[f"{camera}_point_cloud"][0], atol=1e-5, err_msg=camera)
+
+
+def test_fixed_timing_runs_one_control_step_and_says_what_is_under_way(backend_for):
+    """action_timing="fixed": a close command moves the fingers one control step per action, alongside
+    the arm, until they stop (info["gripper_moving"] until then); an ik move runs one control step
+    towards its target per action (info["arm_moving"] until it gets there); rlbench timing closes the
+    fingers within its one action."""
+    fixed = backend_for(arm_mode="joint_velocity", action_timing="fixed")
+    fixed.reset(0, None)
+    close = np.array([0.3, 0, 0, 0, 0, 0, 0, 0], np.float32)
+    fingers, moving = [], []
+    for _ in range(20):
+        info = fixed.step(close).info
+        fingers.append(observe(fixed)["gripper_joint_positions"].mean())
+        moving.append(info.get("gripper_moving", False))
+    assert 0.03 < fingers[0] < FINGER_MAX and np.all(np.diff(fingers) < 1e-4)  # closing step by step
+    assert moving[0] and not moving[-1] and fingers[-1] < 0.002
+    settled = moving.index(False)
+    assert not any(moving[settled:]) and 5 <= settled <= 15
+    assert observe(fixed)["joint_positions"][0] > 0.1  # the arm moved meanwhile: 0.3 rad/s for a second
+
+    rlbench = backend_for(arm_mode="joint_velocity")
+    rlbench.reset(0, None)
+    assert rlbench.step(close).info == {} and observe(rlbench)["gripper_joint_positions"].mean() < 0.002
+
+    pose_mode = backend_for(action_timing="fixed")
+    pose_mode.reset(0, None)
+    start = observe(pose_mode)["gripper_pose"]
+    target = pose_action(start[:3] + [0.0, 0.15, -0.1], start[3:])
+    moves = [pose_mode.step(target).info.get("arm_moving", False) for _ in range(40)]
+    assert moves[0] and not moves[-1]
+    np.testing.assert_allclose(observe(pose_mode)["gripper_pose"][:3], target[:3], atol=0.01)
+
+
+def test_demos_need_rlbench_timing(backend_for):
+    with pytest.raises(ConfigError, match="action_timing='rlbench'"):
+        backend_for(action_timing="fixed").get_demos(1, seed=0)

@@ -213,6 +213,21 @@ class EnvGroup(ABC):
     def render_rgb(self, local: int, camera: str) -> np.ndarray:
         return self.call(local, "render_rgb", (camera,), {})
 
+    # Partial completion (a batched simulator whose worlds finish their actions at different times):
+    # start() gives instances their actions, advance() runs until enough of those in flight are done
+    # and returns them, leaving the others in their action; instances returned may be started again
+    # while the others still run, and join them at the next advance(). step() is start + advance(None).
+    partial_steps: ClassVar[bool] = False
+
+    def start(self, local: np.ndarray, actions: np.ndarray) -> None:
+        """Give these instances (none of them in an action) their actions; they run from the next advance()."""
+        raise NotImplementedError(f"{type(self).__name__} steps its instances in one call (partial_steps=False)")
+
+    def advance(self, min_done: int | None) -> tuple[np.ndarray, GroupStep]:
+        """Run the instances in an action until at least `min_done` of them are done (None: all); returns
+        the local indices of those done (ascending, each reported once) and their results, in that order."""
+        raise NotImplementedError(f"{type(self).__name__} steps its instances in one call (partial_steps=False)")
+
     def device_pages(self, layout: Mapping[str, Any], rows: int, max_chunk: int,
                      every_step: bool) -> list[dict[str, dict[str, Any]]] | None:
         """For a group whose observations stay on its device: two pages, each {"obs": {key: array of

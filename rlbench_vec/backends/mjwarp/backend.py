@@ -10,21 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...config import EnvConfig, integer
+from ...config import EnvConfig, flag, integer
 from ...errors import ConfigError
 from ..base import Backend, EnvGroup
 from ..mujoco.backend import task_class
 from ..mujoco.tasks import TASKS
 from . import check_config, device_of, require
 
-OPTIONS = ("device", "nconmax", "njmax", "variation")  # backend_options this backend reads
+OPTIONS = ("device", "nconmax", "njmax", "variation", "deterministic")  # backend_options this backend reads
 
 
 class MjwarpBackend(Backend):
     """All envs of a vector env as the worlds of one MuJoCo Warp simulator, in one worker process.
 
     backend_options: device (see device_of), nconmax (contact slots per world, pooled: 64), njmax
-    (constraint rows per world: 256), variation (every episode's task variation, as the mujoco backend).
+    (constraint rows per world: 256), variation (every episode's task variation, as the mujoco backend),
+    deterministic (MuJoCo Warp's deterministic execution: on a GPU too, each world's trajectory is
+    bit-for-bit a function of its own seed and actions; False).
     """
 
     steps_in_parallel = True  # every world steps in one launch: a step's deadline is one env's
@@ -38,6 +40,8 @@ class MjwarpBackend(Backend):
         unknown = sorted(set(config.backend_options) - set(OPTIONS))
         if unknown:
             raise ConfigError(f"unknown mjwarp backend_options {unknown}; allowed: {list(OPTIONS)}.")
+        if "deterministic" in config.backend_options:
+            flag("mjwarp backend_options['deterministic']", config.backend_options["deterministic"])
         for name in ("nconmax", "njmax"):
             if name in config.backend_options:
                 integer(f"mjwarp backend_options[{name!r}]", config.backend_options[name], 1)

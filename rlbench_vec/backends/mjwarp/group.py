@@ -1,11 +1,12 @@
 """MjwarpGroup: the envs of a vector env as the worlds of one BatchedSimulation, in one worker.
 
-Instance i is world i. A step moves the commanded worlds together (the others hold still, see
-docs/mjwarp.md); resets are drawn on the host at once and reach the device with the next observation
-in one launch; observations are rendered once per state and copied, one copy per key, into the
-result page's slots. On a GPU the two result pages are CUDA tensors made here and shared once with
-the main process (device_pages), so a step's observations never leave the GPU; on warp's CPU device
-they go into the shared-memory block like any backend's.
+Instance i is world i. A step moves the commanded worlds together, each on its own clock (a world
+whose action is done, or that has none, is frozen: see docs/mjwarp.md); resets are drawn on the
+host at once and reach the device with the next observation in one launch; observations are
+rendered once per state and copied, one copy per key, into the result page's slots. On a GPU the
+two result pages are CUDA tensors made here and shared once with the main process (device_pages),
+so a step's observations never leave the GPU; on warp's CPU device they go into the shared-memory
+block like any backend's.
 
 Imported in the worker only: it imports torch, warp, mujoco_warp and mujoco.
 """
@@ -26,7 +27,7 @@ from ...errors import ConfigError
 from ...spec import observation_spec
 from ..base import EnvGroup, GroupStep, failure
 from . import device_of
-from .control import ERROR_MESSAGES
+from .control import ARM_MOVING, ERROR_MESSAGES, GRIPPER_MOVING
 from .faults import fault_names
 
 if "mujoco" not in sys.modules:
@@ -50,6 +51,8 @@ READABLE = ("variation", "config")  # what get_attr reads per env
 class MjwarpGroup(EnvGroup):
     """Every env of the vector env, as worlds 0..size-1 of one simulator on backend_options' device."""
 
+    partial_steps = True  # rlbench timing: worlds finish their actions at different control steps
+
     def __init__(self, config: EnvConfig, instances: Sequence[int]):
         if tuple(instances) != tuple(range(len(instances))):
             raise ConfigError(
@@ -61,14 +64,15 @@ class MjwarpGroup(EnvGroup):
         self.layout = observation_spec(config)
         options = config.backend_options
         self.sim = BatchedSimulation(self._rendered(config), self.size, device_of(config),
-                                     nconmax=options.get("nconmax", 64), njmax=options.get("njmax", 256))
+                                     nconmax=options.get("nconmax", 64), njmax=options.get("njmax", 256),
+                                     deterministic=bool(options.get("deterministic", False)))
         self.device = torch.device(self.sim.torch_device)
         self._observations: dict[str, torch.Tensor] | None = None  # None: the state changed since the last render
         self._actions = np.zeros((self.size, self.sim.action_size), np.float32)
-        self._active = np.zeros(self.size, bool)
-        self._held_faults = np.zeros(self.size, np.int32)  # faults of worlds that held still, not yet reported
+        self._starting = np.zeros(self.size, bool)  # worlds given an action since the last advance
         self._everyone = np.arange(self.size)
         self._tensor_views: dict[int, tuple[Mapping, dict[str, torch.Tensor]]] = {}
+        self._page_tensors: list[torch.Tensor] = []  # the result pages shared with the main process
 
     @staticmethod
     def _rendered(config: EnvConfig) -> EnvConfig:
@@ -106,35 +110,44 @@ class MjwarpGroup(EnvGroup):
             return failure(error)
 
     def step(self, local, actions):
+        """Every commanded world's action, run until it is done in its world (each world on its own clock)."""
+        self.start(local, actions)
+        finished, result = self.advance(None)
+        if not np.array_equal(finished, local):  # results come in world order; the engine's local may not be
+            order = np.searchsorted(finished, local)
+            result = GroupStep(result.reward[order], result.terminated[order],
+                               {j: result.infos[i] for j, i in enumerate(order.tolist()) if i in result.infos},
+                               {}, result.seconds, None if result.truncated is None else result.truncated[order])
+        return result
+
+    def start(self, local, actions):
+        self._actions[local] = actions
+        self._starting[local] = True
+
+    def advance(self, min_done):
         start = time.perf_counter()
-        if len(local) == self.size and np.array_equal(local, self._everyone):
-            out = self.sim.step(actions)
-        else:
-            self._actions[local] = actions
-            self._active[:] = False
-            self._active[local] = True
-            out = self.sim.step(self._actions, active=self._active)
+        out = self.sim.step(self._actions, active=self._starting, min_done=min_done)
+        self._starting[:] = False
         self._observations = None
         # one device-to-host copy for every world's results
-        reward, terminated, fault, error = torch.stack(
-            [out.reward, out.terminated.float(), out.fault.float(), out.error.float()]).cpu().numpy()
-        faults = fault.astype(np.int32)
-        held = faults != 0
-        held[local] = False
-        self._held_faults[held] |= faults[held]  # restored to their episode start: report with their next action
-        bits = faults[local] | self._held_faults[local]
-        self._held_faults[local] = 0
-        codes = error[local].astype(np.int32)
-        result = GroupStep(reward[local].astype(np.float64), terminated[local] > 0, {}, {},
-                           truncated=bits != 0)
-        for j in np.flatnonzero(bits | codes).tolist():
+        reward, terminated, fault, error, moving, finished = torch.stack([
+            out.reward, out.terminated.float(), out.fault.float(), out.error.float(), out.moving.float(),
+            out.finished.float()]).cpu().numpy()
+        done = np.flatnonzero(finished)
+        bits, codes, motion = (values[done].astype(np.int32) for values in (fault, error, moving))
+        result = GroupStep(reward[done].astype(np.float64), terminated[done] > 0, {}, {}, truncated=bits != 0)
+        for j in np.flatnonzero(bits | codes | motion).tolist():
             info = result.infos[j] = {}
             if bits[j]:
                 info["fault"] = ",".join(fault_names(int(bits[j])))
             if codes[j]:
                 info["error"] = f"InvalidActionError: {ERROR_MESSAGES[int(codes[j])]}"
+            if motion[j] & ARM_MOVING:  # fixed timing: what is still under way
+                info["arm_moving"] = True
+            if motion[j] & GRIPPER_MOVING:
+                info["gripper_moving"] = True
         result.seconds = time.perf_counter() - start
-        return result
+        return done, result
 
     # ------------------------------------------------------------------ observations
     def _current(self) -> dict[str, torch.Tensor]:
@@ -181,7 +194,9 @@ class MjwarpGroup(EnvGroup):
             return None
 
         def tensor(shape: tuple[int, ...], dtype: np.dtype) -> torch.Tensor:
-            return torch.zeros(shape, dtype=torch.from_numpy(np.empty(0, dtype)).dtype, device=self.device)
+            made = torch.zeros(shape, dtype=torch.from_numpy(np.empty(0, dtype)).dtype, device=self.device)
+            self._page_tensors.append(made)
+            return made
 
         def page() -> dict[str, dict[str, torch.Tensor]]:
             made = {"obs": {key: tensor((rows, *s.shape), s.dtype) for key, s in layout.items()}}
@@ -221,3 +236,11 @@ class MjwarpGroup(EnvGroup):
         self._observations = None
         self._tensor_views.clear()
         self.sim.close()
+        if self._page_tensors:
+            # Free the pages now, not at interpreter exit: torch's CUDA IPC counts every page the main
+            # process was sent, and warns at exit about any still allocated. The main process let go of
+            # them before asking workers to close (its users hold aliases only: rlbench_vec/tensors.py).
+            for page in self._page_tensors:
+                page.set_(torch.empty(0, dtype=page.dtype, device=page.device).untyped_storage())  # for all holders
+            self._page_tensors.clear()
+            torch.cuda.ipc_collect()

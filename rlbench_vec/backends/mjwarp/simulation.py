@@ -4,9 +4,11 @@ One object owns all worlds. Actions go in as one (num_worlds, action_size) array
 observations come out as torch tensors on the device, sharing memory with the simulator (DLPack, no
 copy) and overwritten by the next call. Every launch sequence is a captured graph (CUDA graphs on a
 GPU, warp's recorded launches on the CPU). A step is: begin the action (one graph), control steps
-(one graph each, repeated while any world still moves: the host reads two counters after each), then
-finish (forward, rewards, flags; restoring faulted worlds). No Python loop over worlds, except where
-a reset draws new episodes on the host (episodes.py).
+(one graph each: with rlbench timing repeated while any world still moves, the host reading three
+counters after each; with fixed timing exactly one), then finish (forward, rewards, flags; restoring
+faulted worlds). Each world is on its own clock: a world whose action is done is frozen while the
+others finish theirs (timing.py). No Python loop over worlds, except where a reset draws new
+episodes on the host (episodes.py).
 """
 
 from __future__ import annotations
@@ -26,20 +28,15 @@ from ...spec import action_size
 from ..mujoco.robot import CONTROL_DT
 from ..mujoco.simulation import Simulation
 from . import check_config
-from .control import (
-    Arm,
-    begin_joint_position,
-    begin_joint_velocity,
-    begin_pose,
-    control_substep,
-    end_control_step,
-    finish_action,
-    make_controller,
-)
+from .control import begin_joint_position, begin_joint_velocity, begin_pose, control_substep, make_arm, make_controller
 from .episodes import EpisodeStarts, Options
 from .faults import count_contacts, detect_faults
+from .kinematics import chain_frames
 from .observation import Observer
 from .tasks import BatchedTask
+from .timing import clear_motion, count_phases, end_control_step, end_fixed_step, finish_action, keep_frozen
+
+FROZEN_STATE = ("time", "qpos", "qvel", "act", "qacc_warmstart", "overflow")  # what keep_frozen puts back
 
 
 @dataclass(frozen=True)
@@ -52,6 +49,8 @@ class StepOutput:
     fault: torch.Tensor  # int32 bits, see faults.FAULT_NAMES
     error: torch.Tensor  # int32: 0, or a key of control.ERROR_MESSAGES (the action was refused)
     control_steps: torch.Tensor  # int32: control steps (CONTROL_DT each) the action took in this world
+    moving: torch.Tensor  # int32: fixed timing: control.ARM_MOVING | GRIPPER_MOVING still under way after it
+    finished: torch.Tensor  # bool: the world's action is done and reported here (the others' rows mean nothing)
 
 
 @dataclass(frozen=True)
@@ -64,32 +63,8 @@ class ChunkOutput:
     truncated: torch.Tensor
     fault: torch.Tensor
     error: torch.Tensor
+    moving: torch.Tensor
     executed: torch.Tensor
-
-
-def _chain_frames(model: Any, data: Any) -> list[wp.transform]:
-    """World->link0, link1..7 and hand relative to their parents, tcp relative to the hand, as warp
-    transforms; checks that each arm joint is a hinge about its body's z axis at the body origin."""
-    def frame(position, quat_wxyz) -> wp.transform:
-        w, x, y, z = (float(v) for v in quat_wxyz)
-        return wp.transform(wp.vec3(*map(float, position)), wp.quat(x, y, z, w))
-
-    link0 = model.body("panda_link0").id
-    frames = [frame(data.xpos[link0], data.xquat[link0])]
-    parent = link0
-    for i in range(1, 8):
-        body = model.body(f"panda_link{i}")
-        joint = model.joint(f"panda_joint{i}")
-        if (body.parentid[0] != parent or joint.bodyid[0] != body.id or np.any(joint.pos != 0)
-                or np.any(joint.axis != (0, 0, 1))):
-            raise RuntimeError(f"panda_joint{i} is not a hinge about the z axis of its link's origin")
-        frames.append(frame(body.pos, body.quat))
-        parent = body.id
-    hand = model.body("panda_hand")
-    site = model.site("tcp")
-    if hand.parentid[0] != parent or site.bodyid[0] != hand.id:
-        raise RuntimeError("the tcp site must sit on panda_hand, a child of panda_link7")
-    return frames + [frame(hand.pos, hand.quat), frame(site.pos, site.quat)]
 
 
 class BatchedSimulation:
@@ -97,16 +72,19 @@ class BatchedSimulation:
     low_dim, action mode) on one warp device ("cuda:0", "cpu", None: warp's preferred device).
 
     nconmax: contact slots per world (pooled over all worlds); njmax: constraint rows per world.
-    capture: replay captured graphs (else launch every kernel from Python each call: for debugging).
-    Call reset() before the first step."""
+    deterministic: MuJoCo Warp's deterministic execution (stable contact and constraint order, invariant
+    atomics), so that on a GPU too a world's trajectory is bit-for-bit its own (warp's CPU device runs
+    in order anyway). capture: replay captured graphs (else launch every kernel from Python each call:
+    for debugging). Call reset() before the first step."""
 
     def __init__(self, config: EnvConfig, num_worlds: int, device: str | None = None, *, nconmax: int = 64,
-                 njmax: int = 256, capture: bool = True):
+                 njmax: int = 256, deterministic: bool = False, capture: bool = True):
         if not isinstance(num_worlds, int) or num_worlds < 1:
             raise ConfigError(f"num_worlds must be an integer >= 1, got {num_worlds!r}.")
         self.config = replace(config, backend="mujoco").validated()
         check_config(self.config)
         self.num_worlds = num_worlds
+        self.fixed = self.config.action_timing == "fixed"
         self.action_size = action_size(self.config)
         wp.init()
         self.device = wp.get_device(device)
@@ -120,10 +98,11 @@ class BatchedSimulation:
         with wp.ScopedDevice(self.device):
             self.m = mjw.put_model(host.model, batch_sizes={"geom_rgba": num_worlds})
             self.m.opt.warn_overflow = 0  # overflows are reported per world as faults
+            self.m.opt.deterministic = bool(deterministic)
             self.d = mjw.put_data(host.model, host.data, nworld=num_worlds, nconmax=nconmax, njmax=njmax)
         self.nconmax = nconmax
         self.substeps = round(CONTROL_DT / host.model.opt.timestep)
-        self.arm = self._arm(host)
+        self.arm = make_arm(host.panda, chain_frames(host.model, host.data), self.device)
         self.controller = make_controller(num_worlds, self.device)
         self.episodes = EpisodeStarts(self.config, host, num_worlds, self.device, self.m.geom_rgba)
         self.task = BatchedTask(host, self.episodes, num_worlds, self.device)
@@ -135,11 +114,13 @@ class BatchedSimulation:
         self._contacts, self._success = zeros(num_worlds, wp.int32), zeros(num_worlds, wp.int32)
         self._reset_mask, self._restore_mask = zeros(num_worlds, wp.bool), zeros(num_worlds, wp.bool)
         self._pending_resets = np.zeros(num_worlds, bool)  # drawn by a deferred reset, not yet on the device
-        # [worlds still moving, worlds with a fault this action], copied to the host after each launch.
-        self._status = zeros(2, wp.int32)
-        self._status_host = wp.zeros(2, dtype=wp.int32, device="cpu", pinned=self.device.is_cuda)
+        # [worlds in an action, worlds with a fault, worlds done and not yet reported], read after each launch
+        self._status = zeros(3, wp.int32)
+        self._status_host = wp.zeros(3, dtype=wp.int32, device="cpu", pinned=self.device.is_cuda)
+        self._saved = {name: wp.empty_like(getattr(self.d, name)) for name in FROZEN_STATE}
+        self._in_flight = np.zeros(num_worlds, bool)  # worlds left in their action by step(min_done=...)
         results = {"reward": wp.float32, "terminated": wp.bool, "truncated": wp.bool, "fault": wp.int32,
-                   "error": wp.int32, "control_steps": wp.int32}
+                   "error": wp.int32, "control_steps": wp.int32, "moving": wp.int32, "finished": wp.bool}
         self._results = {name: zeros(num_worlds, dtype) for name, dtype in results.items()}
         self._actions_t, self._active_t = wp.to_torch(self._actions), wp.to_torch(self._active)
         self.output = StepOutput(**{name: wp.to_torch(array) for name, array in self._results.items()})
@@ -158,20 +139,6 @@ class BatchedSimulation:
 
     def _zeros(self, shape, dtype) -> wp.array:
         return wp.zeros(shape, dtype=dtype, device=self.device)
-
-    def _arm(self, host: Simulation) -> Arm:
-        panda = host.panda
-
-        def ids(values: Any) -> wp.array:
-            return wp.array(np.asarray(values, np.int32), dtype=int, device=self.device)
-
-        arm = Arm()
-        arm.qpos_adr, arm.dof_adr = ids(panda.arm_qpos_adr), ids(panda.arm_dof_adr)
-        arm.finger_qpos_adr, arm.finger_dof_adr = ids(panda.finger_qpos_adr), ids(panda.finger_dof_adr)
-        arm.position_actuators, arm.velocity_actuators = ids(panda.arm_actuators), ids(panda.velocity_actuators)
-        arm.gripper_actuator, arm.tcp_site = int(panda.gripper_actuator), int(panda.tcp)
-        arm.frames = wp.array(_chain_frames(host.model, host.data), dtype=wp.transform, device=self.device)
-        return arm
 
     def _warm_up(self) -> None:
         """Run every sequence once without a graph, so each kernel is compiled and loaded before capture:
@@ -202,44 +169,58 @@ class BatchedSimulation:
     # device-to-host copy of `status` per control step, for all worlds at once.
 
     def _reset_sequence(self) -> None:
-        mjw.reset_data(self.m, self.d, self._reset_mask)
-        self.episodes.restore(self._reset_mask, self.arm, self.controller, self.d)
-        self.task.restart(self._reset_mask)
+        self._restore_starts(self._reset_mask)
+
+    def _restore_starts(self, mask: wp.array) -> None:
+        """The masked worlds back to their episode start, nothing under way."""
+        mjw.reset_data(self.m, self.d, mask)
+        self.episodes.restore(mask, self.arm, self.controller, self.d)
+        self.task.restart(mask)
+        wp.launch(clear_motion, dim=self.num_worlds, device=self.device, inputs=[mask, self.controller])
         mjw.forward(self.m, self.d)
 
     def _begin_sequence(self, absolute: int | None = None) -> None:
         c, d, n = self.config, self.d, self.num_worlds
         absolute = int(c.absolute_mode) if absolute is None else absolute
         common = [self.arm, self.controller, self._actions, self._active, d.qpos, d.qvel,
-                  int(c.gripper_mode == "discrete")]
-        self._status.zero_()
+                  int(c.gripper_mode == "discrete"), int(self.fixed)]
         if c.arm_mode == "joint_velocity":
-            wp.launch(begin_joint_velocity, dim=n, inputs=[*common, self._status], device=self.device)
+            wp.launch(begin_joint_velocity, dim=n, inputs=common, device=self.device)
         elif c.arm_mode == "joint_position":
-            wp.launch(begin_joint_position, dim=n, inputs=[*common, absolute, self._status], device=self.device)
+            wp.launch(begin_joint_position, dim=n, inputs=[*common, absolute], device=self.device)
         else:
-            wp.launch(begin_pose, dim=n, device=self.device,
-                      inputs=[*common, absolute, d.site_xpos, d.site_xmat, self._status])
+            wp.launch(begin_pose, dim=n, device=self.device, inputs=[*common, absolute, d.site_xpos, d.site_xmat])
+        self._status.zero_()
+        wp.launch(count_phases, dim=n, inputs=[self.controller, self._status], device=self.device)
         wp.copy(self._status_host, self._status)
 
     def _control_step(self) -> None:
-        """One control step of every world: the servo setpoints and one physics step per substep, then
-        fault checks and phase changes."""
-        d, n = self.d, self.num_worlds
+        """One control step of every world: the servo setpoints and one physics step per substep; the
+        worlds whose action was done before it are put back as they were (frozen); then fault checks
+        and phase changes."""
+        d, n, saved = self.d, self.num_worlds, self._saved
         velocity_mode = int(self.config.arm_mode == "joint_velocity")
         dt = float(self.host.model.opt.timestep)
+        for name in FROZEN_STATE:
+            wp.copy(saved[name], getattr(d, name))
         for _ in range(self.substeps):
             wp.launch(control_substep, dim=n, device=self.device,
                       inputs=[self.arm, self.controller, velocity_mode, dt, d.ctrl])
             mjw.step(self.m, d)
+        wp.launch(keep_frozen, dim=n, device=self.device, inputs=[
+            self.controller, *(getattr(d, name) for name in FROZEN_STATE), *(saved[name] for name in FROZEN_STATE)])
         self._contacts.zero_()
         wp.launch(count_contacts, dim=d.naconmax, device=self.device,
                   inputs=[d.nacon, d.contact.worldid, self._contacts])
         wp.launch(detect_faults, dim=n, device=self.device,
                   inputs=[d.qpos, d.qvel, d.overflow, self._contacts, self.nconmax, self.controller.fault])
         self._status.zero_()
-        wp.launch(end_control_step, dim=n, device=self.device, inputs=[
-            self.arm, self.controller, int(self.config.arm_mode == "ik"), d.qpos, d.qvel, self._status])
+        if self.fixed:  # joint_position and ik run towards a goal: say whether they reached it
+            wp.launch(end_fixed_step, dim=n, device=self.device, inputs=[
+                self.arm, self.controller, int(self.config.arm_mode != "joint_velocity"), d.qpos, d.qvel, self._status])
+        else:
+            wp.launch(end_control_step, dim=n, device=self.device, inputs=[
+                self.arm, self.controller, int(self.config.arm_mode == "ik"), d.qpos, d.qvel, self._status])
         wp.copy(self._status_host, self._status)
 
     def _finish_sequence(self) -> None:
@@ -247,16 +228,13 @@ class BatchedSimulation:
         mjw.forward(self.m, d)
         self.task.success(d, self._success)
         wp.launch(finish_action, dim=self.num_worlds, device=self.device, inputs=[
-            self.controller, self._active, self._success, r["reward"], r["terminated"], r["truncated"], r["fault"],
-            r["error"], r["control_steps"], self._restore_mask])
+            self.controller, self._success, r["reward"], r["terminated"], r["truncated"], r["fault"], r["error"],
+            r["control_steps"], r["moving"], r["finished"], self._restore_mask])
 
     def _finish_restore_sequence(self) -> None:
         """_finish_sequence, then the faulted worlds go back to their episode start."""
         self._finish_sequence()
-        mjw.reset_data(self.m, self.d, self._restore_mask)
-        self.episodes.restore(self._restore_mask, self.arm, self.controller, self.d)
-        self.task.restart(self._restore_mask)
-        mjw.forward(self.m, self.d)
+        self._restore_starts(self._restore_mask)
 
     # --- public API --------------------------------------------------------------------------------
 
@@ -291,23 +269,38 @@ class BatchedSimulation:
         self._launch("reset", read=False)
         self._warp_before_torch()
 
-    def step(self, actions: Any, active: Any = None) -> StepOutput:
-        """One action per world (num_worlds, action_size), numpy or torch on any device. Worlds not
-        `active` (bool (num_worlds,)) hold still. Returns `output` (overwritten by the next step).
-        Control steps repeat until every world is done (one host read of two counters per control step)."""
+    def step(self, actions: Any, active: Any = None, min_done: int | None = None) -> StepOutput:
+        """One action per world (num_worlds, action_size), numpy or torch on any device; only the
+        `active` worlds (bool (num_worlds,); None: all) take theirs. Returns `output` (overwritten by
+        the next step): `finished` marks the worlds whose action is done, reported once.
+
+        rlbench timing: control steps repeat until every world in an action is done (one host read of
+        three counters per control step); a world done early is frozen meanwhile. min_done: return as
+        soon as that many worlds are done (counting those done at once), leaving the others in their
+        action: the next step() carries them on while new actions (for worlds not in one) join.
+        fixed timing: one control step for every active world."""
         self._set_actions(actions)
-        if active is None:
-            self._active_t.fill_(1)
-        else:
-            self._active_t.copy_(torch.as_tensor(active, device=self.torch_device).reshape(self.num_worlds))
-        if self._pending_resets.any() and (active is None or (self._pending_resets & self._host_flags(active)).any()):
+        flags = np.ones(self.num_worlds, bool) if active is None else self._host_flags(active)
+        if flags.shape != (self.num_worlds,):
+            raise ConfigError(f"active must hold {self.num_worlds} booleans, got shape {flags.shape}.")
+        if (flags & self._in_flight).any():
+            raise ActionError(f"worlds {np.flatnonzero(flags & self._in_flight).tolist()} are still in their "
+                              "previous action: give them a new one after a step reports them finished.")
+        self._active_t.copy_(torch.from_numpy(flags.astype(np.int32)).to(self.torch_device))
+        if (self._pending_resets & flags).any():
             self.apply_resets()  # a world about to move must start from its new episode
         self._torch_before_warp()
-        moving, faulted = self._launch("begin")
-        while moving:
-            moving, faulted = self._launch("control")
+        moving, faulted, done = self._launch("begin")
+        if self.fixed:
+            if moving:
+                moving, faulted, done = self._launch("control")
+        else:
+            while moving and (min_done is None or done < min_done):
+                moving, faulted, done = self._launch("control")
         self._launch("finish_restore" if faulted else "finish", read=False)
         self._warp_before_torch()
+        if moving or self._in_flight.any():
+            self._in_flight = (self._in_flight | flags) & ~self.output.finished.cpu().numpy()
         return self.output
 
     def step_chunk(self, actions: Any) -> ChunkOutput:
@@ -319,7 +312,7 @@ class BatchedSimulation:
                               f"got {tuple(chunk.shape)}.")
         n, k = self.num_worlds, chunk.shape[1]
         out = {name: torch.zeros((n, k), dtype=t.dtype, device=self.torch_device)
-               for name, t in vars(self.output).items() if name != "control_steps"}
+               for name, t in vars(self.output).items() if name not in ("control_steps", "finished")}
         executed = torch.zeros((n, k), dtype=torch.bool, device=self.torch_device)
         done = torch.zeros(n, dtype=torch.bool, device=self.torch_device)
         for i in range(k):
@@ -375,9 +368,10 @@ class BatchedSimulation:
                               f"got {tuple(tensor.shape)}.")
         self._actions_t.copy_(tensor)
 
-    def _launch(self, name: str, read: bool = True) -> tuple[int, int]:
+    def _launch(self, name: str, read: bool = True) -> tuple[int, int, int]:
         """Replay a sequence's graph on the warp stream (or run it, without capture); with `read`, wait
-        for it and return the status counters (worlds moving, worlds faulted)."""
+        for it and return the status counters (worlds in an action, worlds faulted, worlds done and
+        not yet reported)."""
         graph = self._graphs.get(name)
         if graph is not None:
             wp.capture_launch(graph, stream=self.stream)
@@ -385,10 +379,10 @@ class BatchedSimulation:
             with wp.ScopedDevice(self.device):
                 self._sequences[name]()
         if not read:
-            return 0, 0
+            return 0, 0, 0
         self._synchronize()
-        moving, faulted = self._status_host.numpy()
-        return int(moving), int(faulted)
+        moving, faulted, done = self._status_host.numpy()
+        return int(moving), int(faulted), int(done)
 
     def _torch_before_warp(self) -> None:
         """Warp's stream waits for what torch queued (the actions copied in)."""

@@ -17,6 +17,11 @@ Arm modes:
 Gripper modes: discrete (> 0.5 opens, else closes) and joint_position (each finger's target, 0..0.04).
 A gripper change runs until the fingers stop, as RLBench's gripper actuation.
 
+action_timing="fixed" makes every action one control step instead: the gripper heads for its goal
+from the start, alongside the arm, and keeps going in the next steps until the fingers stop; pose and
+joint-position moves run one control step towards their target. `arm_moving` / `gripper_moving` then
+say whether the last move or gripper change is still under way.
+
 Invalid actions raise InvalidAction with what was wrong; the backend turns that into the end of the
 episode.
 """
@@ -30,7 +35,7 @@ import numpy as np
 from ...config import EnvConfig
 from ...spec import action_size
 from .geometry import quat_conjugate, quat_multiply, rotation_error, slerp, wxyz_to_xyzw, xyzw_to_wxyz
-from .robot import Panda
+from .robot import MAX_MOTION_STEPS, Panda
 from .scene import FINGER_MAX, WORKSPACE_HIGH, WORKSPACE_LOW
 
 UNIT_QUATERNION_TOLERANCE = 1e-3  # float32 actions carry ~1e-7 of rounding
@@ -49,6 +54,8 @@ class ActionExecutor:
         self.panda = panda
         self.size = action_size(config)
         self.pose_mode = config.arm_mode in ("ik", "planning")
+        self.fixed = config.action_timing == "fixed"
+        self.arm_moving = False  # fixed timing: the last move has not reached its target yet
 
     def apply(self, action: np.ndarray) -> None:
         action = np.asarray(action, dtype=np.float64)
@@ -57,18 +64,27 @@ class ActionExecutor:
         if not np.all(np.isfinite(action)):
             raise InvalidAction(f"action contains NaN or infinity: {action.tolist()}")
         arm, gripper = action[:-1], float(action[-1])
-        if self.config.arm_mode == "joint_velocity":
-            self.panda.run_velocities(arm)
-        elif self.config.arm_mode == "joint_position":
-            self.panda.step_towards(arm if self.config.absolute_mode else self.panda.qpos + arm)
-        else:
+        opening = (FINGER_MAX if gripper > 0.5 else 0.0) if self.config.gripper_mode == "discrete" else gripper
+        path: list[np.ndarray] = []
+        if self.pose_mode:
             position, quat = self.target_pose(arm)
             path = self._ik_goal(position, quat)  # raises when the target itself is unreachable
             if self.config.arm_mode == "planning":
                 path = self._straight_line(position, quat) or path
-            self.panda.follow(path)
-        opening = (FINGER_MAX if gripper > 0.5 else 0.0) if self.config.gripper_mode == "discrete" else gripper
-        self.panda.actuate_gripper(opening)
+        if self.fixed:
+            self.panda.set_gripper_goal(opening)
+        arrived = True
+        if self.config.arm_mode == "joint_velocity":
+            self.panda.run_velocities(arm)
+        elif self.config.arm_mode == "joint_position":
+            arrived = self.panda.step_towards(arm if self.config.absolute_mode else self.panda.qpos + arm)
+        else:
+            arrived = self.panda.follow(path, max_steps=1 if self.fixed else MAX_MOTION_STEPS)
+        if self.fixed:
+            self.arm_moving = not arrived
+            self.panda.settle_gripper()
+        else:
+            self.panda.actuate_gripper(opening)
 
     def target_pose(self, arm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """World-frame target (position, quaternion wxyz) of a pose action, checked."""

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from ...errors import ConfigError
 from .actions import ActionExecutor
 from .robot import CONTROL_DT, PATH_ACCELERATION, Panda, line_duration
 from .scene import FINGER_MAX
@@ -50,6 +51,9 @@ def _braking_velocity(delta: np.ndarray) -> np.ndarray:
 def oracle_actions(waypoints: Sequence[Waypoint], panda: Panda, executor: ActionExecutor) -> Iterator[np.ndarray]:
     """Actions (float32) through the waypoints; the caller steps each before asking for the next."""
     config = executor.config
+    if config.action_timing != "rlbench":
+        raise ConfigError("the oracles plan one action per waypoint, each run until it is done: demos need "
+                          "action_timing='rlbench' (make the env that collects them with it).")
     for waypoint in waypoints:
         gripper = _gripper_value(executor, waypoint.gripper_open)
         moved = False

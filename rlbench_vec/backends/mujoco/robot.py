@@ -72,6 +72,7 @@ class Panda:
         self.tcp = model.site("tcp").id
         self.max_velocity_change = PANDA_DDQ_MAX * self.dt
         self.gripper_setpoint = self.gripper_goal = FINGER_MAX
+        self.gripper_moving, self.gripper_steps = False, 0  # fixed timing: a gripper change under way
 
     def reset(self) -> None:
         """Home posture, gripper open, at rest (the caller runs mj_forward)."""
@@ -80,6 +81,7 @@ class Panda:
         self.data.qvel[self.arm_dof_adr] = 0.0
         self.data.qvel[self.finger_dof_adr] = 0.0
         self.gripper_setpoint = self.gripper_goal = FINGER_MAX
+        self.gripper_moving, self.gripper_steps = False, 0
         self.data.ctrl[self.arm_actuators] = HOME_QPOS
         self.data.ctrl[self.velocity_actuators] = 0.0
         self.data.ctrl[self.gripper_actuator] = FINGER_MAX
@@ -135,17 +137,18 @@ class Panda:
             setpoint = np.clip(setpoint + velocity * self.dt, PANDA_Q_MIN, PANDA_Q_MAX)
             self._substep(setpoint, velocity)
 
-    def _run_path(self, waypoints: list[np.ndarray], max_steps: int, wait: bool) -> int:
+    def _run_path(self, waypoints: list[np.ndarray], max_steps: int, wait: bool) -> bool:
         """Move the setpoint along the joint-space path from the arm's current position through
         `waypoints`: trapezoidal speed within the velocity and acceleration limits, starting from the
         arm's current velocity along the path and stopping at its end. With `wait`, continue until the
-        arm reaches the end or stops moving (RLBench's ik/planning loop). Returns control steps taken."""
+        arm reaches the end or stops moving (RLBench's ik/planning loop). Returns whether it did (the
+        path run out, the arm at its end or stopped) by the last control step."""
         start = self.qpos.copy()
         path = JointPath([start] + [np.clip(q, PANDA_Q_MIN, PANDA_Q_MAX) for q in waypoints])
         _, direction = path.at(0.0)
         speed = float(np.clip(self.qvel @ direction / max(direction @ direction, 1e-12), 0.0, 1.0))
-        s, previous = 0.0, start
-        for control_step in range(1, max_steps + 1):
+        s, previous, arrived = 0.0, start, False
+        for _ in range(max_steps):
             for _ in range(self.substeps):
                 braking = np.sqrt(2.0 * PATH_ACCELERATION * (path.length - s))
                 speed = min(speed + PATH_ACCELERATION * self.dt, 1.0, braking)
@@ -153,22 +156,39 @@ class Panda:
                 setpoint, direction = path.at(s)
                 self._substep(setpoint, direction * speed if s < path.length else np.zeros(ARM_DOFS))
             current = self.qpos
-            if wait and s >= path.length:
-                reached = np.all(np.abs(current - path.points[-1]) < REACHED_TOLERANCE)
-                if reached or np.all(np.abs(current - previous) < STILL_TOLERANCE):
-                    return control_step
+            arrived = s >= path.length and bool(np.all(np.abs(current - path.points[-1]) < REACHED_TOLERANCE)
+                                                or np.all(np.abs(current - previous) < STILL_TOLERANCE))
+            if wait and arrived:
+                break
             previous = current.copy()
-        return max_steps
+        return arrived
 
-    def step_towards(self, goal: np.ndarray) -> None:
+    def step_towards(self, goal: np.ndarray) -> bool:
         """One control step moving towards joint positions `goal` (RLBench's JointPosition: the arm
-        gets there only if it can within the step)."""
-        self._run_path([goal], max_steps=1, wait=False)
+        gets there only if it can within the step). Returns whether it got there (or stopped)."""
+        return self._run_path([goal], max_steps=1, wait=False)
 
-    def follow(self, path: list[np.ndarray]) -> int:
+    def follow(self, path: list[np.ndarray], max_steps: int = MAX_MOTION_STEPS) -> bool:
         """Move through joint-space waypoints, then until the arm reaches the last one or stops moving,
-        within MAX_MOTION_STEPS (RLBench's ik/planning loop). Returns the control steps taken."""
-        return self._run_path(path, MAX_MOTION_STEPS, wait=True)
+        within `max_steps` (RLBench's ik/planning loop; fixed timing: one). Returns whether it did."""
+        return self._run_path(path, max_steps, wait=True)
+
+    def set_gripper_goal(self, opening: float) -> None:
+        """Fixed timing: the fingers head for `opening` from the next substep on, alongside the arm."""
+        opening = float(np.clip(opening, 0.0, FINGER_MAX))
+        if abs(opening - self.gripper_goal) >= GRIPPER_SAME_GOAL:
+            self.gripper_goal, self.gripper_moving, self.gripper_steps = opening, True, 0
+
+    def settle_gripper(self) -> None:
+        """Fixed timing, after a control step: the gripper change is over once the fingers stopped at
+        their goal (or after MAX_GRIPPER_STEPS, as actuate_gripper)."""
+        if self.gripper_moving:
+            self.gripper_steps += 1
+            self.gripper_moving = not (self._fingers_settled() or self.gripper_steps >= MAX_GRIPPER_STEPS)
+
+    def _fingers_settled(self) -> bool:
+        fingers = self.data.qvel[self.finger_dof_adr]
+        return self.gripper_setpoint == self.gripper_goal and bool(np.all(np.abs(fingers) < FINGERS_STILL))
 
     def actuate_gripper(self, opening: float) -> None:
         """Drive both fingers to `opening` (0..FINGER_MAX each) and wait until they stop, as RLBench's
@@ -181,6 +201,5 @@ class Panda:
         for _ in range(MAX_GRIPPER_STEPS):
             for _ in range(self.substeps):
                 self._substep(hold, still)
-            fingers = self.data.qvel[self.finger_dof_adr]
-            if self.gripper_setpoint == self.gripper_goal and np.all(np.abs(fingers) < FINGERS_STILL):
+            if self._fingers_settled():
                 return

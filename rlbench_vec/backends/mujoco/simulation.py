@@ -85,7 +85,16 @@ class Simulation:
             return StepResult(0.0, True, {"error": f"InvalidActionError: {error}"})
         mujoco.mj_forward(self.model, self.data)  # positions, sites and contacts of the new state
         success = self.success.met()
-        return StepResult(float(success), success)
+        return StepResult(float(success), success, self.motion_info())
+
+    def motion_info(self) -> dict[str, bool]:
+        """action_timing="fixed": what is still under way after the step (nothing: an empty info)."""
+        info = {}
+        if self.executor.arm_moving:
+            info["arm_moving"] = True
+        if self.panda.gripper_moving:
+            info["gripper_moving"] = True
+        return info
 
     def oracle_actions(self) -> Iterator[np.ndarray]:
         """The scripted solution of the current episode, one action at a time (see oracles.py)."""
