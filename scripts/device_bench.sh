@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The engine's benchmarks on the lent GPU host (one H100, 16 cores, Python 3.12 with torch, no package
 # index): unpack the carried GL loaders and wheels, then run one stage, writing into $OUT.
-#   bash scripts/device_bench.sh peers|reset|mujoco|engine|collect|cuda|cuda_tests
+#   bash scripts/device_bench.sh peers|reset|mujoco|engine|collect|timing|timing_ik|cuda|cuda_tests
 #   (stage the host first: scripts/device_stage.sh says how; the last staging call carries .dev/stage3)
 set -euo pipefail
-stage=${1:?stage: peers, reset, mujoco, engine, collect, cuda or cuda_tests}
+stage=${1:?stage: peers, reset, mujoco, engine, collect, timing, timing_ik, cuda or cuda_tests}
 # shellcheck source=scripts/device_stage.sh
 source "$(dirname "$0")/device_stage.sh"
 case $stage in
@@ -15,6 +15,16 @@ case $stage in
   mujoco) python3 benchmarks/mujoco_groups.py --tag h100 --num_envs 16 64 --envs_per_worker 1 4 --out "$OUT" ;;
   collect) python3 benchmarks/collect_bench.py --tag gpu16 --episodes_per_env ${EPISODES_PER_ENV:-20} --num_envs 1 4 16 --quiet \
            --out "$OUT" ;;
+  timing|timing_ik)  # mjwarp, pick_and_lift, five cameras rgb+depth+mask 128x128, the bench's gripper switching
+    arm=joint_velocity; sizes="1024 4096"
+    if [ "$stage" = timing_ik ]; then arm=ik; sizes=1024; fi
+    for n in $sizes; do
+      for run in "fixed" "rlbench" "rlbench --async --min_envs $((n / 2))"; do
+        tag=$(echo "$run" | tr -d '-' | tr ' ' '_')
+        python3 -m rlbench_vec.bench --backend mjwarp --num_envs "$n" --task pick_and_lift --arm_mode $arm \
+          --as_torch --device cuda --steps "${STEPS:-100}" --quiet --action_timing $run --json "$OUT/mjwarp_${arm}_${n}_${tag}.json"
+      done
+    done ;;
   engine) for part in mujoco peers reset; do bash "$0" "$part"; done ;;
   cuda) python3 scripts/bench_cuda.py --out "$OUT/bench_cuda_h100.json" ;;
   cuda_tests) python3 -m pytest -q -p no:cacheprovider tests/test_tensors.py 2>&1 | tee "$OUT/cuda_tests.log" ;;

@@ -23,8 +23,8 @@ REQUIREMENTS = ("mujoco_warp", "warp", "torch")
 INSTALL_HINT = "pip install -e .[gpu] (mujoco-warp, warp-lang) and a torch build of your choice"
 ARM_MODES = ("joint_velocity", "joint_position", "ik")
 BENCH_HINT = ("--backend mjwarp is available here (mujoco-warp and an NVIDIA GPU): the same tasks as the worlds of one "
-              "GPU simulator; docs/mjwarp.md measured 24,000 env-steps/s at 1024 envs on one H100 "
-              "(pick_and_lift, five cameras, --action_timing fixed).")
+              "GPU simulator; docs/mjwarp.md measured 17,683 env-steps/s at 1024 envs on one H100 (pick_and_lift, "
+              "five cameras, --action_timing fixed; 3,644 with RLBench's timing).")
 
 
 def available() -> bool:
