@@ -16,9 +16,25 @@ from collections.abc import Callable
 from typing import Any
 
 from .envtable import EnvTable
-from .handles import Entry, WorkerHandle, Workers, encode
+from .handles import Entry, Pending, WorkerHandle, Workers, encode
 from .process import death_reason
-from .protocol import CALL, CLAIM, COMMAND_NAMES, ERROR, FAILED, FLAGS, HOLD, RESET, SLOT, START, STEP, dumps, reply
+from .protocol import (
+    CALL,
+    CLAIM,
+    COMMAND_NAMES,
+    ENV,
+    ERROR,
+    FAILED,
+    FLAGS,
+    HOLD,
+    PARTIAL,
+    RESET,
+    SLOT,
+    START,
+    STEP,
+    dumps,
+    reply,
+)
 from .recycling import Recycler
 from .restarts import Restarts
 from .shm import SharedBuffers
@@ -152,10 +168,12 @@ class Commands:
             return started
         for frame in frames:
             answer = reply(frame)
-            pending = handle.pending.popleft()
-            if pending.seq != answer.seq:
-                raise RuntimeError(f"reply {answer.seq} from worker {handle.spec.worker_index} answers no command "
-                                   "in flight")
+            pending = _in_flight(handle, answer.seq)
+            if answer.status == PARTIAL:
+                self.table.settle_records(pending, answer.records, answer.payload, time.monotonic() - pending.sent_at)
+                pending.answered.update(int(env) for env in answer.records[:, ENV].tolist())
+                continue
+            handle.pending.remove(pending)
             if pending.command == START:
                 if answer.status == FAILED:
                     self.restarts.start_failed(handle, *answer.payload)
@@ -186,6 +204,15 @@ class Commands:
         if "pages" in facts and self.on_device_pages is not None:
             self.on_device_pages(facts["pages"])
         os.unlink(handle.boot_log)
+
+
+def _in_flight(handle: WorkerHandle, seq: int) -> Pending:
+    """The command a reply answers: the oldest in flight, except where a batched group's worlds finish
+    a later command first."""
+    for pending in handle.pending:
+        if pending.seq == seq:
+            return pending
+    raise RuntimeError(f"reply {seq} from worker {handle.spec.worker_index} answers no command in flight")
 
 
 def _first_error(records: Any, payload: dict | None) -> str:

@@ -15,7 +15,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,7 @@ class Pending:
     k: int = 0
     seeds: list | None = None  # RESET: the seed per entry
     restart: bool = False  # the reset that follows a worker's restart: its results report the restart
+    answered: set[int] = field(default_factory=set)  # envs already answered by PARTIAL replies
 
 
 class Poller:

@@ -23,7 +23,9 @@ import numpy as np
 
 START, STEP, RESET, CALL, CLOSE = range(5)
 COMMAND_NAMES = ("start", "step", "reset", "call", "close")
-OK, FAILED = 0, 1
+# PARTIAL answers some of a step's entries (a batched group whose worlds finish at their own pace):
+# more replies to the same command follow, the last one OK.
+OK, FAILED, PARTIAL = 0, 1, 2
 
 COMMAND_HEADER = struct.Struct("<BBHIIQ")  # command, page, k, seq, entries, payload bytes
 # seq, status, page, first claimed slot (-1: fixed destinations), exec and write seconds, records, payload bytes

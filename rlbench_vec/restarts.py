@@ -91,6 +91,8 @@ class Restarts:
         for pending in in_flight:
             for entry, seed in zip(pending.entries, pending.seeds or [None] * len(pending.entries)):
                 local, env, dest = entry
+                if env in pending.answered:
+                    continue  # its result came already (a batched group's partial reply)
                 if pending.command == CALL:
                     table.extra[env] = {"error": (f"the worker was restarted during call(): {reason}", "")}
                     table.phase[env] = DONE

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .backends.base import EnvGroup, failure
+from .backends.base import EnvGroup, GroupStep, failure
 from .config import EnvConfig, VideoConfig
 from .delivery import EXECUTED, REWARD, TERMINATED, TRUNCATED, Delivery, Placement, Writer
 from .protocol import (
@@ -144,21 +144,9 @@ class Runner:
         m = len(local)
         d = Delivery(m)
         over, notice = self.over, self.notice
-        special = [p for p in range(m) if over[local[p]] or notice[local[p]]]
-        if k > 1 or special:
+        if k > 1 or any(over[i] or notice[i] for i in local):
             self.block[:m, :, :k] = 0.0  # actions an entry does not run read as zeros
-        for p in special:
-            i = local[p]
-            self.env[i] = envs[p]
-            if notice[i]:
-                self._notify(d, p, i)
-                continue
-            if not self.ready[i]:
-                self._reset([i], [None], [None])
-            d.flag(p, AUTORESET)
-            d.info(p)["autoreset"] = True
-            self._take_reset(d, p, i)
-        active = [p for p in range(m) if p not in special] if special else list(range(m))
+        active = self._autoreset(d, self.block, local, envs)
         # claim slots after stepping, so a slow env holds no slot while it steps; but sub-step
         # observations (chunk_obs="all") need their slots from the first sub-step
         placed = self.out.place(page, entries) if self.out.chunk_views is not None else None
@@ -167,12 +155,30 @@ class Runner:
             placed = self.out.place(page, entries)
         return self.out.deliver(d, entries, local, envs, placed, k, self.reset_s)
 
-    def _notify(self, d: Delivery, position: int, i: int) -> None:
+    def _autoreset(self, d: Delivery, block: np.ndarray, local: list[int], envs: list[int]) -> list[int]:
+        """Autoreset the entries whose episode is over, answer those a restart replaced; returns the
+        positions of the entries that act."""
+        over, notice, m = self.over, self.notice, len(local)
+        special = [p for p in range(m) if over[local[p]] or notice[local[p]]]
+        for p in special:
+            i = local[p]
+            self.env[i] = envs[p]
+            if notice[i]:
+                self._notify(d, block, p, i)
+                continue
+            if not self.ready[i]:
+                self._reset([i], [None], [None])
+            d.flag(p, AUTORESET)
+            d.info(p)["autoreset"] = True
+            self._take_reset(d, p, i)
+        return [p for p in range(m) if p not in special] if special else list(range(m))
+
+    def _notify(self, d: Delivery, block: np.ndarray, position: int, i: int) -> None:
         """A restart replaced the command in flight: the episode was cut (truncated), the instance
         already started a new one. With next-step autoreset the next command is a free autoreset."""
         self.notice[i] = False
         d.flag(position, RESTARTED)
-        self.block[position, TRUNCATED, 0] = 1.0
+        block[position, TRUNCATED, 0] = 1.0
         info = self.reset_infos[i]
         self.reset_infos[i] = {} if self.next_step else None
         if isinstance(info, tuple):
@@ -188,38 +194,14 @@ class Runner:
     def _run(self, d: Delivery, entries: np.ndarray, local: list[int], k: int, active: list[int],
              placed: list[Placement] | None) -> None:
         """Up to k actions for the entries at `active`, each stopping at its episode's end."""
-        block, elapsed, max_steps, m = self.block, self.elapsed, self.max_steps, len(local)
+        m = len(local)
         for t in range(k):
             if not active:
                 return
             whole = len(active) == m
             rows = entries if whole else entries[active]
             result = self.group.step(rows["instance"], self.actions[rows["env"], t])
-            share = result.seconds / len(active)
-            rewards, terminated = result.reward.tolist(), result.terminated.tolist()
-            cut = result.truncated.tolist() if result.truncated is not None else None
-            ended = []
-            for j, p in enumerate(active):
-                i = local[p]
-                elapsed[i] += 1
-                d.exec_s[p] += share
-                d.executed[p] += 1
-                done = bool(terminated[j])
-                truncated = not done and (elapsed[i] >= max_steps or (cut is not None and bool(cut[j])))
-                block[p, REWARD, t] = rewards[j]
-                block[p, TERMINATED, t] = done
-                block[p, TRUNCATED, t] = truncated
-                block[p, EXECUTED, t] = 1.0
-                if done or truncated:
-                    ended.append(p)
-            for j, error in result.errors.items():
-                p = active[j]
-                d.error(p, error)
-                block[p, TERMINATED, t] = 0.0  # not the task's termination: the episode is simply over
-                if p not in ended:
-                    ended.append(p)
-            for j, info in result.infos.items():
-                d.info(active[j]).update(info)
+            ended = self._outcomes(d, self.block, t, active, local, result)
             if self.spec.video is not None:
                 self._capture([local[p] for p in active])
             if placed is not None:  # chunk_obs="all": the observation after sub-step t
@@ -228,6 +210,38 @@ class Runner:
                 self._end(d, ended, local)
                 gone = set(ended)
                 active = [p for p in active if p not in gone]
+
+    def _outcomes(self, d: Delivery, block: np.ndarray, t: int, active: list[int], local: list[int],
+                  result: GroupStep) -> list[int]:
+        """Action t's outcomes of the entries at `active` (result's order) into `block` and `d`;
+        returns the positions whose episode ended."""
+        elapsed, max_steps = self.elapsed, self.max_steps
+        share = result.seconds / len(active)
+        rewards, terminated = result.reward.tolist(), result.terminated.tolist()
+        cut = result.truncated.tolist() if result.truncated is not None else None
+        ended = []
+        for j, p in enumerate(active):
+            i = local[p]
+            elapsed[i] += 1
+            d.exec_s[p] += share
+            d.executed[p] += 1
+            done = bool(terminated[j])
+            truncated = not done and (elapsed[i] >= max_steps or (cut is not None and bool(cut[j])))
+            block[p, REWARD, t] = rewards[j]
+            block[p, TERMINATED, t] = done
+            block[p, TRUNCATED, t] = truncated
+            block[p, EXECUTED, t] = 1.0
+            if done or truncated:
+                ended.append(p)
+        for j, error in result.errors.items():
+            p = active[j]
+            d.error(p, error)
+            block[p, TERMINATED, t] = 0.0  # not the task's termination: the episode is simply over
+            if p not in ended:
+                ended.append(p)
+        for j, info in result.infos.items():
+            d.info(active[j]).update(info)
+        return ended
 
     def _end(self, d: Delivery, positions: list[int], local: list[int]) -> None:
         if not self.same_step:
@@ -267,7 +281,7 @@ class Runner:
                     d.flag(position, EPISODE_OVER)
                 continue
             if kind == NOTICE:
-                self._notify(d, position, i)
+                self._notify(d, self.block, position, i)
             elif dest[position] == HOLD or kind == SPARE:
                 self.over[i], self.notice[i] = True, kind != SPARE  # the reset waits for the env's next command
                 if isinstance(self.reset_infos[i], tuple):

@@ -16,6 +16,7 @@ from typing import Any
 
 from .backends import backend_class
 from .backends.base import EnvGroup, failure
+from .batched_runner import BatchedRunner
 from .display import open_display
 from .process import die_with_parent, release_boot_output
 from .protocol import CALL, CLOSE, FAILED, OK, RESET, STEP, command_reader, send_reply
@@ -26,10 +27,20 @@ from .spec import observation_spec
 
 def serve(fd: int, runner: Runner) -> None:
     """Answer commands until CLOSE or until the main process hangs up. Between commands, reset the
-    instances whose episode ended (eager reset), one at a time, while no command waits."""
+    instances whose episode ended (eager reset), one at a time, while no command waits. A batched
+    group's partial steps (BatchedRunner) advance a control step at a time while no command waits."""
     reader = command_reader(fd)
     eager = runner.spec.eager_reset and runner.next_step
+    batched = runner if isinstance(runner, BatchedRunner) else None
+    waiting = lambda timeout_s: reader.pending() or bool(select.select([fd], [], [], timeout_s)[0])
     while True:
+        if batched is not None and batched.flights and not waiting(batched.patience_s()):
+            try:
+                _answer(fd, batched.advance())
+            except Exception as error:  # the simulator's state is lost: the main process replaces this worker
+                send_reply(fd, min(batched.flights), FAILED, payload=failure(error))
+                return
+            continue
         try:
             (command, page, k, seq), entries, payload = reader.read()
         except (EOFError, OSError):
@@ -38,6 +49,11 @@ def serve(fd: int, runner: Runner) -> None:
             send_reply(fd, seq, OK)
             return
         try:
+            if batched is not None and command == STEP and batched.takes_partial(k, entries):
+                _answer(fd, batched.start_step(seq, page, entries))
+                continue
+            while batched is not None and batched.flights:  # any other command comes after the steps in flight
+                _answer(fd, batched.advance())
             if command == STEP:
                 records, out, (at, first, exec_s, write_s) = runner.step(page, k, entries)
             elif command == RESET:
@@ -49,8 +65,13 @@ def serve(fd: int, runner: Runner) -> None:
             send_reply(fd, seq, OK, records, out, page=at, first=first, exec_s=exec_s, write_s=write_s)
         except Exception as error:  # a fault of the worker itself: the main process replaces it
             send_reply(fd, seq, FAILED, payload=failure(error))
-        while eager and runner.ahead and not reader.pending() and not select.select([fd], [], [], 0)[0]:
+        while eager and runner.ahead and not waiting(0):
             runner.reset_one_ahead()
+
+
+def _answer(fd: int, answers: list) -> None:
+    for seq, status, records, payload, (at, first, exec_s, write_s) in answers:
+        send_reply(fd, seq, status, records, payload, page=at, first=first, exec_s=exec_s, write_s=write_s)
 
 
 def worker_main(spec: WorkerSpec, conn) -> None:
@@ -75,7 +96,7 @@ def worker_main(spec: WorkerSpec, conn) -> None:
         group = backend_type.make_group(spec.config, spec.instances)
         device_pages = group.device_pages(observation_spec(spec.config), spec.rows, spec.max_chunk,
                                           spec.chunk_obs == "all")
-        runner = Runner(group, buffers, spec, device_pages)
+        runner = (BatchedRunner if group.partial_steps else Runner)(group, buffers, spec, device_pages)
     except Exception as error:
         send_reply(fd, 0, FAILED, payload=failure(error))
         _shutdown(group, display)

@@ -223,9 +223,10 @@ class EnvGroup(ABC):
         """Give these instances (none of them in an action) their actions; they run from the next advance()."""
         raise NotImplementedError(f"{type(self).__name__} steps its instances in one call (partial_steps=False)")
 
-    def advance(self, min_done: int | None) -> tuple[np.ndarray, GroupStep]:
-        """Run the instances in an action until at least `min_done` of them are done (None: all); returns
-        the local indices of those done (ascending, each reported once) and their results, in that order."""
+    def advance(self, min_done: int | None, control_steps: int | None = None) -> tuple[np.ndarray, GroupStep]:
+        """Run the instances in an action until at least `min_done` of them are done (None: all), or for
+        at most `control_steps` control steps; returns the local indices of those done (ascending, each
+        reported once, maybe none) and their results, in that order."""
         raise NotImplementedError(f"{type(self).__name__} steps its instances in one call (partial_steps=False)")
 
     def device_pages(self, layout: Mapping[str, Any], rows: int, max_chunk: int,

@@ -124,9 +124,9 @@ class MjwarpGroup(EnvGroup):
         self._actions[local] = actions
         self._starting[local] = True
 
-    def advance(self, min_done):
+    def advance(self, min_done, control_steps=None):
         start = time.perf_counter()
-        out = self.sim.step(self._actions, active=self._starting, min_done=min_done)
+        out = self.sim.step(self._actions, active=self._starting, min_done=min_done, control_steps=control_steps)
         self._starting[:] = False
         self._observations = None
         # one device-to-host copy for every world's results

@@ -269,7 +269,8 @@ class BatchedSimulation:
         self._launch("reset", read=False)
         self._warp_before_torch()
 
-    def step(self, actions: Any, active: Any = None, min_done: int | None = None) -> StepOutput:
+    def step(self, actions: Any, active: Any = None, min_done: int | None = None,
+             control_steps: int | None = None) -> StepOutput:
         """One action per world (num_worlds, action_size), numpy or torch on any device; only the
         `active` worlds (bool (num_worlds,); None: all) take theirs. Returns `output` (overwritten by
         the next step): `finished` marks the worlds whose action is done, reported once.
@@ -278,6 +279,7 @@ class BatchedSimulation:
         three counters per control step); a world done early is frozen meanwhile. min_done: return as
         soon as that many worlds are done (counting those done at once), leaving the others in their
         action: the next step() carries them on while new actions (for worlds not in one) join.
+        control_steps: at most that many control steps (the worker takes new actions in between).
         fixed timing: one control step for every active world."""
         self._set_actions(actions)
         flags = np.ones(self.num_worlds, bool) if active is None else self._host_flags(active)
@@ -295,8 +297,10 @@ class BatchedSimulation:
             if moving:
                 moving, faulted, done = self._launch("control")
         else:
-            while moving and (min_done is None or done < min_done):
+            taken = 0
+            while moving and (min_done is None or done < min_done) and (control_steps is None or taken < control_steps):
                 moving, faulted, done = self._launch("control")
+                taken += 1
         self._launch("finish_restore" if faulted else "finish", read=False)
         self._warp_before_torch()
         if moving or self._in_flight.any():
