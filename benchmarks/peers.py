@@ -160,13 +160,13 @@ class Skipped(Exception):
 
 
 def measure_pufferlib(
-    system: str, n: int, settings: dict[str, dict[str, Any]], scale: float, python: str | None
+    system: str, n: int, settings: dict[str, dict[str, Any]], scale: float, python: str | None, workers: int
 ) -> tuple[dict[str, tuple[int, float]], dict[str, Any]]:
     """Time a PufferLib system in PufferLib's interpreter (peers_puffer.py): its timings and versions."""
     if python is None:
         raise Skipped("no --pufferlib_python given (PufferLib 2.0.2 pins numpy 1.23: it runs from its own venv, "
                       "docs/engine.md says how to make one)")
-    request = {"num_envs": n, "systems": [system], "settings": {
+    request = {"num_envs": n, "workers": workers, "systems": [system], "settings": {
         name: {"options": s["options"], "steps": steps_per_env(s, n, scale)} for name, s in settings.items()}}
     paths = os.pathsep.join(p for p in (os.path.dirname(HERE), os.environ.get("PYTHONPATH")) if p)
     with tempfile.TemporaryDirectory(prefix="peers_puffer_") as folder:
@@ -191,7 +191,8 @@ def measure_pufferlib(
             raise RuntimeError(f"{system} failed (exit status {child.returncode}):\n" + "\n".join(lines[-20:]))
         with open(result) as file:
             report = json.load(file)
-    return {name: tuple(timing) for name, timing in report["results"][system].items()}, report["versions"]
+    versions = {**report["versions"], "layout": report["layouts"][system]}
+    return {name: tuple(timing) for name, timing in report["results"][system].items()}, versions
 
 
 def versions() -> dict[str, Any]:
@@ -275,12 +276,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     started, found = time.perf_counter(), versions()
     results: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
+    layouts: dict[str, str] = {}  # PufferLib's workers and batch size per system and num_envs
     for n in args.num_envs:
         for system in [s for s in args.systems if s not in skipped]:
             try:
                 if system in PUFFER_SYSTEMS:
-                    timings, found["pufferlib"] = measure_pufferlib(system, n, settings, args.scale,
-                                                                    args.pufferlib_python)
+                    timings, puffer = measure_pufferlib(system, n, settings, args.scale, args.pufferlib_python,
+                                                        args.pufferlib_workers)
+                    found["pufferlib"] = puffer
+                    layouts[f"{system}, {n} envs"] = puffer.pop("layout")
                 else:
                     timings = measure(system, n, settings, args.scale)
             except Skipped as reason:
@@ -299,7 +303,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "settings": {name: {**cost_attrs(s["options"])["options"], "env_steps": round(s["env_steps"] * args.scale)}
                      for name, s in settings.items()},
         "observation": "5 cameras 128x128 rgb+depth+mask, RLBench default low-dim", "results": results,
-        "skipped": skipped,
+        "skipped": skipped, "pufferlib_layouts": layouts,
     }
 
 
@@ -311,6 +315,8 @@ def main() -> None:
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     parser.add_argument("--pufferlib_python", default=None,
                         help="Python of a venv with pufferlib 2.0.2 (without it, its systems are skipped)")
+    parser.add_argument("--pufferlib_workers", type=int, default=0,
+                        help="most PufferLib worker processes (0: one per physical core, PufferLib's advice)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies the timed env-steps of every setting")
     parser.add_argument("--out", default="docs", help="folder for peers_{tag}.json and .png")
     parser.add_argument("--replot", action="store_true", help="redraw the table and plot from the JSON, run nothing")

@@ -1,10 +1,11 @@
 """PufferLib's side of benchmarks/peers.py, run by it in PufferLib's own interpreter (PufferLib 2.0.2
 pins numpy 1.23 and gymnasium<=0.29, so it lives in a separate venv; docs/engine.md says how to make
 it). Steps peer_env.PeerEnv, wrapped by PufferLib's GymnasiumPufferEnv as PufferLib does for any
-gymnasium env, and writes {"versions": ..., "results": {system: {setting: [env_steps, seconds]}}}.
+gymnasium env, and writes {"versions": ..., "results": {system: {setting: [env_steps, seconds]}},
+"layouts": {system: its workers and batch size}}.
 
-Systems (PufferLib's own layout: one worker process per physical core, envs_per_worker = num_envs /
-workers, its default fork start):
+Systems (PufferLib's own layout: one worker process per physical core, or at most the request's
+"workers"; envs_per_worker = num_envs / workers; its default fork start):
   pufferlib sync      vector.Multiprocessing, batch_size=num_envs: every recv waits for all envs
   pufferlib async     vector.Multiprocessing, batch_size=num_envs/2: recv returns the first ready
                       contiguous half (its zero-copy path), like rlbench_vec's recv(min_envs=N/2)
@@ -49,18 +50,18 @@ def puffer_env(index: int, options: dict[str, Any]):
     return pufferlib.emulation.GymnasiumPufferEnv(env=PeerEnv(index, options))
 
 
-def workers_for(n: int) -> int:
-    """PufferLib's advice: one worker per physical core; the most workers <= cores that divide n."""
-    cores = psutil.cpu_count(logical=False) or 1
-    return max(w for w in range(1, min(n, cores) + 1) if n % w == 0)
+def workers_for(n: int, most: int) -> int:
+    """The most workers <= `most` (0: physical cores, PufferLib's advice of one worker per core) dividing n."""
+    most = most or psutil.cpu_count(logical=False) or 1
+    return max(w for w in range(1, min(n, most) + 1) if n % w == 0)
 
 
-def build(system: str, n: int, options: dict[str, Any]):
+def build(system: str, n: int, options: dict[str, Any], most_workers: int):
     creators = [functools.partial(puffer_env, i, options) for i in range(n)]
     lists = {"env_args": [[] for _ in range(n)], "env_kwargs": [{} for _ in range(n)], "num_envs": n}
     if system == "pufferlib serial":
         return pufferlib.vector.make(creators, backend=pufferlib.vector.Serial, **lists)
-    workers = workers_for(n)
+    workers = workers_for(n, most_workers)
     per_worker = n // workers
     batch = n // 2 if system == "pufferlib async" and (n // 2) % per_worker == 0 and n > 1 else n
     return pufferlib.vector.make(creators, backend=pufferlib.vector.Multiprocessing, **lists,
@@ -68,22 +69,34 @@ def build(system: str, n: int, options: dict[str, Any]):
 
 
 def time_pufferlib(vecenv, n: int, steps: int) -> tuple[int, float]:
-    """Send/recv until each env averaged `steps` actions sent; count the actions whose results came back.
-    A send to an env that ended its episode only resets it (next-step autoreset): not counted."""
-    pending = np.zeros(n, bool)  # per env: the action in flight will execute (the env was not done)
+    """Send/recv until each env averaged `steps` actions sent; count the actions whose results came back
+    in that time. A send to an env that ended its episode only resets it (next-step autoreset): not counted."""
+    pending = np.zeros(n, bool)  # per env: the action in flight executes (the env was not done)
+
+    def round_trip(ids: np.ndarray, done: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        pending[ids] = ~done
+        vecenv.send(np.zeros((len(ids), ACTION_SIZE), np.float32))
+        _, _, terminated, truncated, _, ids, _ = vecenv.recv()
+        return ids, terminated | truncated, int(np.count_nonzero(pending[ids]))
+
     vecenv.async_reset(seed=0)
     _, _, terminated, truncated, _, ids, _ = vecenv.recv()
+    done = terminated | truncated
     for _ in range(2):  # warm-up, not timed: the first send checks the action space
-        vecenv.send(np.zeros((len(ids), ACTION_SIZE), np.float32))
-        _, _, terminated, truncated, _, ids, _ = vecenv.recv()
+        ids, done, _ = round_trip(ids, done)
     executed, sent, start = 0, 0, time.perf_counter()
     while sent < steps * n:
-        pending[ids] = ~(terminated | truncated)
-        vecenv.send(np.zeros((len(ids), ACTION_SIZE), np.float32))
         sent += len(ids)
-        _, _, terminated, truncated, _, ids, _ = vecenv.recv()
-        executed += int(np.count_nonzero(pending[ids]))
+        ids, done, count = round_trip(ids, done)
+        executed += count
     return executed, time.perf_counter() - start
+
+
+def layout(vecenv) -> str:
+    if isinstance(vecenv, pufferlib.vector.Serial):
+        return f"{vecenv.num_envs} envs in the main process"
+    return (f"{vecenv.num_workers} workers x {vecenv.envs_per_worker} envs, "
+            f"batch_size {vecenv.agents_per_batch}")
 
 
 def versions() -> dict[str, Any]:
@@ -94,21 +107,23 @@ def versions() -> dict[str, Any]:
 
 def main() -> int:
     parser = ArgumentParser(description=__doc__)
-    parser.add_argument("--request", required=True, help="JSON: num_envs, systems, settings {name: {options, steps}}")
+    parser.add_argument("--request", required=True,
+                        help="JSON: num_envs, workers, systems, settings {name: {options, steps}}")
     parser.add_argument("--json", required=True, help="where to write the versions and results")
     args = parser.parse_args()
     request = json.loads(args.request)
     if IMPORT_ERROR is not None:
         print(f"pufferlib is not importable by {sys.executable}: {IMPORT_ERROR}", file=sys.stderr)
         return NOT_IMPORTABLE
-    report: dict[str, Any] = {"versions": versions(), "results": {}}
+    report: dict[str, Any] = {"versions": versions(), "results": {}, "layouts": {}}
     n = request["num_envs"]
     for system in request["systems"]:
         if system not in SYSTEMS:
             parser.error(f"unknown system {system!r}; choose from {', '.join(SYSTEMS)}")
         timings = report["results"][system] = {}
         for name, setting in request["settings"].items():
-            vecenv = build(system, n, setting["options"])
+            vecenv = build(system, n, setting["options"], request.get("workers", 0))
+            report["layouts"][system] = layout(vecenv)
             try:
                 timings[name] = time_pufferlib(vecenv, n, setting["steps"])
             finally:
