@@ -39,6 +39,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from importlib import metadata
 from typing import Any
@@ -259,11 +260,13 @@ def plot(report: dict[str, Any], path: str) -> None:
     for ax in axes[0]:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)
-    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    columns = min(len(handles), 5)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=columns, fontsize=8, frameon=False)
     machine = report["machine"]
-    fig.suptitle(f"{report['command']}\n{cpus} CPUs, load average {machine['load_average_at_start']:.1f} at start, "
-                 f"{machine['load_average_at_end']:.1f} at end", fontsize=10)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))  # room for the shared legend
+    fig.suptitle(f"{textwrap.fill(report['command'], 130)}\n{cpus} CPUs, load average "
+                 f"{machine['load_average_at_start']:.1f} at start, {machine['load_average_at_end']:.1f} at end",
+                 fontsize=10)
+    fig.tight_layout(rect=(0, 0.04 * math.ceil(len(handles) / columns), 1, 1))  # room for the shared legend
     fig.savefig(path, dpi=120)
 
 
