@@ -1,8 +1,8 @@
-"""rlbench_vec side by side with gymnasium AsyncVectorEnv and stable-baselines3 SubprocVecEnv.
+"""rlbench_vec side by side with gymnasium AsyncVectorEnv, stable-baselines3 SubprocVecEnv and PufferLib.
 
 Every system steps the same env: the synthetic backend (RLBench's default observation: 5 cameras at
 128x128 with rgb, depth and mask, plus low-dim state) with the same step and reset costs (busy waits).
-The peers get it behind gymnasium's Env API (PeerEnv), writing into persistent arrays as ours does.
+The peers get it behind gymnasium's Env API (peer_env.PeerEnv), writing into persistent arrays as ours does.
 
 Systems:
   rlbench_vec sync         step(): one round trip per step
@@ -10,14 +10,20 @@ Systems:
   rlbench_vec async        send/recv partial batches: act on the first half of the envs to finish
   gymnasium async          AsyncVectorEnv(context="spawn", shared_memory=True, copy=False)
   sb3 subproc              SubprocVecEnv(start_method="spawn")
+  pufferlib sync           pufferlib.vector.Multiprocessing, one worker per physical core, full batches
+  pufferlib async          the same with batch_size=num_envs/2 (its zero-copy contiguous half batches)
+  pufferlib serial         pufferlib.vector.Serial, every env in one process
+PufferLib runs in its own interpreter (--pufferlib_python; PufferLib 2.0.2 pins numpy 1.23, see
+docs/engine.md), through benchmarks/peers_puffer.py; without it, its systems are skipped and say why.
 Step-cost settings: 0 ms (the machinery alone), 10 ms constant, and heavy-tailed (Pareto steps with a
 10 ms mean, 50 ms resets every 10 steps).
 
 Counted: actions executed (an autoreset step that only resets is not counted, for any system).
 Each system is built once per num_envs and re-costed between settings, since starting 64 spawned
-workers takes longer than measuring them. Writes {out}/peers_{tag}.json and .png.
+workers takes longer than measuring them (PufferLib's, which cannot be re-costed, once per setting;
+start-up is never timed). Writes {out}/peers_{tag}.json (every system's version in it) and .png.
 
-    python benchmarks/peers.py --tag cpu2
+    python benchmarks/peers.py --tag cpu2 --pufferlib_python /work/venvs/puffer/bin/python
     python benchmarks/peers.py --tag gpu16 --num_envs 1 2 4 8 16 32 64
 """
 
@@ -28,18 +34,24 @@ import json
 import math
 import os
 import platform
+import shlex
+import signal
+import subprocess
 import sys
+import tempfile
+import textwrap
 import time
-from collections.abc import Callable
+from importlib import metadata
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from peer_env import ACTION_SIZE, cost_attrs, make_peer
+from peers_puffer import NOT_IMPORTABLE
+from peers_puffer import SYSTEMS as PUFFER_SYSTEMS
 
-from rlbench_vec import EnvConfig, RLBenchVectorEnv
-from rlbench_vec.backends.synthetic import SyntheticBackend
+from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.cli import ArgumentParser, run_main
-from rlbench_vec.spec import action_size, observation_spec
 
 # name -> synthetic backend options, and env-steps timed per measurement (spread over the envs, at
 # least one chunk of 16 per env): enough for stable numbers, few enough for a 2-core machine
@@ -51,66 +63,15 @@ SETTINGS: dict[str, dict[str, Any]] = {
         "env_steps": 256,
     },
 }
-NO_COSTS = {"step_cost_s": 0.0, "step_cost_dist": "constant", "reset_cost_s": 0.0, "episode_length": None}
-SYSTEMS = ("rlbench_vec sync", "rlbench_vec chunk16", "rlbench_vec async", "gymnasium async", "sb3 subproc")
+SYSTEMS = ("rlbench_vec sync", "rlbench_vec chunk16", "rlbench_vec async", "gymnasium async", "sb3 subproc",
+           *PUFFER_SYSTEMS)
 CHUNK = 16
-CONFIG = EnvConfig(backend="synthetic").validated()  # RLBench's default observation
-
-
-def cost_attrs(options: dict[str, Any]) -> dict[str, Any]:
-    """Backend attributes that give a running SyntheticBackend these costs."""
-    merged = {**NO_COSTS, **options}
-    return {"options": merged, "step_cost_s": merged["step_cost_s"]}
-
-
-class PeerEnv(gym.Env):
-    """The synthetic backend behind gymnasium's Env API, for the peers: same arrays, same costs.
-
-    Observations are written in place into persistent arrays (no allocation per step), the cheapest
-    case for the peers. Truncation at max_episode_steps as in rlbench_vec.
-    """
-
-    def __init__(self, index: int):
-        spec = observation_spec(CONFIG)
-        self.observation_space = gym.spaces.Dict(
-            {
-                key: gym.spaces.Box(0, 255, s.shape, s.dtype)
-                if s.dtype == np.uint8
-                else gym.spaces.Box(-np.inf, np.inf, s.shape, s.dtype)
-                for key, s in spec.items()
-            }
-        )
-        self.action_space = gym.spaces.Box(-np.inf, np.inf, (action_size(CONFIG),), np.float32)
-        self.backend = SyntheticBackend(CONFIG, index)
-        self.obs = {key: np.zeros(s.shape, s.dtype) for key, s in spec.items()}
-        self.elapsed = 0
-
-    def set_costs(self, options: dict[str, Any]) -> None:
-        for name, value in cost_attrs(options).items():
-            setattr(self.backend, name, value)
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
-        info = self.backend.reset(seed, options)
-        self.elapsed = 0
-        self.backend.write_observation(self.obs)
-        return self.obs, info
-
-    def step(self, action):
-        result = self.backend.step(np.asarray(action, np.float32))
-        self.elapsed += 1
-        self.backend.write_observation(self.obs)
-        truncated = self.elapsed >= CONFIG.max_episode_steps and not result.terminated
-        return self.obs, result.reward, result.terminated, truncated, result.info
-
-
-def make_peer(index: int) -> Callable[[], PeerEnv]:
-    return lambda: PeerEnv(index)
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 # ---------------------------------------------------------------------- timed loops: (env-steps, seconds)
 def time_ours(env: RLBenchVectorEnv, mode: str, steps: int) -> tuple[int, float]:
-    n, a = env.num_envs, action_size(CONFIG)
+    n, a = env.num_envs, ACTION_SIZE
     env.reset(seed=0)
     env.step(np.zeros((n, a), np.float32))  # warm-up, not timed
     env.reset_stats()
@@ -135,7 +96,7 @@ def time_ours(env: RLBenchVectorEnv, mode: str, steps: int) -> tuple[int, float]
 
 def time_gymnasium(env: gym.vector.AsyncVectorEnv, steps: int) -> tuple[int, float]:
     n = env.num_envs
-    actions = np.zeros((n, action_size(CONFIG)), np.float32)
+    actions = np.zeros((n, ACTION_SIZE), np.float32)
     env.reset(seed=0)
     _, _, terminated, truncated, _ = env.step(actions)  # warm-up
     executed, start = 0, time.perf_counter()
@@ -147,7 +108,7 @@ def time_gymnasium(env: gym.vector.AsyncVectorEnv, steps: int) -> tuple[int, flo
 
 def time_sb3(env, steps: int) -> tuple[int, float]:
     n = env.num_envs
-    actions = np.zeros((n, action_size(CONFIG)), np.float32)
+    actions = np.zeros((n, ACTION_SIZE), np.float32)
     env.reset()
     env.step(actions)  # warm-up; SB3 resets inside the step that ends an episode, so every step executes
     start = time.perf_counter()
@@ -193,6 +154,57 @@ def measure(system: str, n: int, settings: dict[str, dict[str, Any]], scale: flo
         finally:
             env.close()
     return out
+
+
+class Skipped(Exception):
+    """A peer that cannot run here; its reason goes into the JSON."""
+
+
+def measure_pufferlib(
+    system: str, n: int, settings: dict[str, dict[str, Any]], scale: float, python: str | None, workers: int
+) -> tuple[dict[str, tuple[int, float]], dict[str, Any]]:
+    """Time a PufferLib system in PufferLib's interpreter (peers_puffer.py): its timings and versions."""
+    if python is None:
+        raise Skipped("no --pufferlib_python given (PufferLib 2.0.2 pins numpy 1.23: it runs from its own venv, "
+                      "docs/engine.md says how to make one)")
+    request = {"num_envs": n, "workers": workers, "systems": [system], "settings": {
+        name: {"options": s["options"], "steps": steps_per_env(s, n, scale)} for name, s in settings.items()}}
+    paths = os.pathsep.join(p for p in (os.path.dirname(HERE), os.environ.get("PYTHONPATH")) if p)
+    with tempfile.TemporaryDirectory(prefix="peers_puffer_") as folder:
+        result = os.path.join(folder, "result.json")
+        command = [python, os.path.join(HERE, "peers_puffer.py"), "--request", json.dumps(request), "--json", result]
+        try:  # its own session, so that its forked workers go with it whatever happens here
+            child = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": paths}, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        except OSError as error:
+            raise Skipped(f"cannot run --pufferlib_python {python}: {error}") from error
+        try:
+            output = child.communicate()[0]
+        finally:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # the session ended with its workers, as it should
+        lines = output.strip().splitlines()
+        if child.returncode == NOT_IMPORTABLE:
+            raise Skipped(lines[-1])
+        if child.returncode != 0:
+            raise RuntimeError(f"{system} failed (exit status {child.returncode}):\n" + "\n".join(lines[-20:]))
+        with open(result) as file:
+            report = json.load(file)
+    versions = {**report["versions"], "layout": report["layouts"][system]}
+    return {name: tuple(timing) for name, timing in report["results"][system].items()}, versions
+
+
+def versions() -> dict[str, Any]:
+    """The versions this process runs (PufferLib's come from its interpreter)."""
+    found: dict[str, Any] = {"python": platform.python_version()}
+    for package in ("rlbench_vec", "numpy", "gymnasium", "stable_baselines3"):
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            found[package] = None
+    return found
 
 
 # ---------------------------------------------------------------------- output
@@ -248,11 +260,13 @@ def plot(report: dict[str, Any], path: str) -> None:
     for ax in axes[0]:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)
-    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    columns = min(len(handles), 5)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=columns, fontsize=8, frameon=False)
     machine = report["machine"]
-    fig.suptitle(f"{report['command']}\n{cpus} CPUs, load average {machine['load_average_at_start']:.1f} at start, "
-                 f"{machine['load_average_at_end']:.1f} at end", fontsize=10)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))  # room for the shared legend
+    fig.suptitle(f"{textwrap.fill(report['command'], 130)}\n{cpus} CPUs, load average "
+                 f"{machine['load_average_at_start']:.1f} at start, {machine['load_average_at_end']:.1f} at end",
+                 fontsize=10)
+    fig.tight_layout(rect=(0, 0.04 * math.ceil(len(handles) / columns), 1, 1))  # room for the shared legend
     fig.savefig(path, dpi=120)
 
 
@@ -262,22 +276,37 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
         "load_average_at_start": os.getloadavg()[0],  # other work on the machine skews the numbers
     }
-    started = time.perf_counter()
-    results = []
+    started, found = time.perf_counter(), versions()
+    results: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
+    layouts: dict[str, str] = {}  # PufferLib's workers and batch size per system and num_envs
     for n in args.num_envs:
-        for system in args.systems:
-            for setting, (env_steps, elapsed) in measure(system, n, settings, args.scale).items():
+        for system in [s for s in args.systems if s not in skipped]:
+            try:
+                if system in PUFFER_SYSTEMS:
+                    timings, puffer = measure_pufferlib(system, n, settings, args.scale, args.pufferlib_python,
+                                                        args.pufferlib_workers)
+                    found["pufferlib"] = puffer
+                    layouts[f"{system}, {n} envs"] = puffer.pop("layout")
+                else:
+                    timings = measure(system, n, settings, args.scale)
+            except Skipped as reason:
+                skipped[system] = str(reason)
+                print(f"{system:>20} | skipped: {reason}", flush=True)
+                continue
+            for setting, (env_steps, elapsed) in timings.items():
                 results.append({"system": system, "setting": setting, "num_envs": n, "env_steps": env_steps,
                                 "elapsed_s": round(elapsed, 4), "sps": round(env_steps / elapsed, 1)})
                 print(f"{system:>20} | {setting:>12} | num_envs {n:>3} | {env_steps / elapsed:10,.0f} env-steps/s",
                       flush=True)
     machine["load_average_at_end"] = os.getloadavg()[0]
     return {
-        "command": " ".join(["python", *sys.argv]), "tag": args.tag, "machine": machine,
+        "command": shlex.join(["python", *sys.argv]), "tag": args.tag, "machine": machine, "versions": found,
         "wall_s": round(time.perf_counter() - started, 1),
-        "settings": {name: {**NO_COSTS, **s["options"], "env_steps": round(s["env_steps"] * args.scale)}
+        "settings": {name: {**cost_attrs(s["options"])["options"], "env_steps": round(s["env_steps"] * args.scale)}
                      for name, s in settings.items()},
         "observation": "5 cameras 128x128 rgb+depth+mask, RLBench default low-dim", "results": results,
+        "skipped": skipped, "pufferlib_layouts": layouts,
     }
 
 
@@ -287,6 +316,10 @@ def main() -> None:
     parser.add_argument("--num_envs", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64])
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
+    parser.add_argument("--pufferlib_python", default=None,
+                        help="Python of a venv with pufferlib 2.0.2 (without it, its systems are skipped)")
+    parser.add_argument("--pufferlib_workers", type=int, default=0,
+                        help="most PufferLib worker processes (0: one per physical core, PufferLib's advice)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies the timed env-steps of every setting")
     parser.add_argument("--out", default="docs", help="folder for peers_{tag}.json and .png")
     parser.add_argument("--replot", action="store_true", help="redraw the table and plot from the JSON, run nothing")
@@ -302,6 +335,9 @@ def main() -> None:
         with open(stem + ".json", "w") as file:
             json.dump(report, file, indent=2)
     systems = list(dict.fromkeys(r["system"] for r in report["results"]))
+    if not systems:
+        print(f"every system was skipped: wrote {stem}.json, no plot")
+        return
     print_tables(report["results"], list(report["settings"]), systems)
     plot(report, stem + ".png")
     print(f"wrote {stem}.png" + ("" if args.replot else f" and {stem}.json"))

@@ -8,8 +8,15 @@ stage=${1:?stage: peers, reset, mujoco, engine, collect, timing, timing_ik, cuda
 # shellcheck source=scripts/device_stage.sh
 source "$(dirname "$0")/device_stage.sh"
 case $stage in
-  peers) python3 benchmarks/peers.py --tag gpu16 --num_envs 16 64 --settings "0 ms" heavy-tailed \
-           --systems "rlbench_vec sync" "rlbench_vec async" "rlbench_vec chunk16" "gymnasium async" --out "$OUT" ;;
+  # every peer; PufferLib when its wheels are carried (pufferlib 2.0.2 cp312 and gym 0.23, which it imports:
+  # /work/main/.dev/whl-peers), else peers.py says it skipped it
+  peers) wheels=${PEERS_WHEELS:-.dev/whl-peers}
+         if compgen -G "$wheels/*.whl" >/dev/null; then
+           python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$wheels"/*.whl 2>&1 \
+             | grep -v "^WARNING" || true
+         fi
+         python3 benchmarks/peers.py --tag gpu16 --num_envs 16 64 --settings "0 ms" heavy-tailed \
+           --pufferlib_python python3 --out "$OUT" ;;
   reset) python3 benchmarks/reset_overlap.py --tag gpu16 --num_envs 16 --reset_s 0 0.05 0.25 1.0 --seconds 3 \
            --out "$OUT" ;;
   mujoco) python3 benchmarks/mujoco_groups.py --tag h100 --num_envs 16 64 --envs_per_worker 1 4 --out "$OUT" ;;
