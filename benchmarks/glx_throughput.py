@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from rlbench_vec import RLBenchVectorEnv
-from rlbench_vec.bench import ActionSampler
+from rlbench_vec.bench_actions import ActionSampler
 from rlbench_vec.cli import ArgumentParser, run_main
 
 WARMUP_STEPS = 10

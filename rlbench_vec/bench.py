@@ -22,35 +22,18 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-import psutil
 
-from .backends import mjwarp
+from .bench_actions import GRIPPER_SWITCH_P, ActionSampler
+from .bench_report import Progress, combine, print_summary
+from .bench_usage import CpuClock, gpu_used_mb, memory
 from .cli import ArgumentParser, run_main
-from .config import (
-    ACTION_TIMINGS,
-    ARM_MODES,
-    BACKENDS,
-    CAMERAS,
-    GRIPPER_MODES,
-    MODALITIES,
-    POSE_ARM_MODES,
-    EnvConfig,
-    VideoConfig,
-)
+from .config import ACTION_TIMINGS, ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, EnvConfig, VideoConfig
 from .distributed import RankInfo
 from .vector_env import RLBenchVectorEnv
 
-POSITION_NOISE_M = 0.01  # per action: a policy exploring around the current pose
-ROTATION_NOISE = 0.02  # added to quaternion components, then renormalised
-JOINT_NOISE = 0.05  # rad (joint_position) or rad/s (joint_velocity)
-GRIPPER_SWITCH_P = 0.05  # per env and action: a gripper actuation runs until the fingers stop, keep them rare
-NOISE_BANK = 64
-MB = 1 << 20
 DEFAULTS = EnvConfig()
 
 
@@ -121,164 +104,9 @@ def default_num_envs(info: RankInfo) -> int:
     return max(1, len(os.sched_getaffinity(0)) // info.local_world_size)
 
 
-class ActionSampler:
-    """Valid actions near the current state, so episodes look like an exploring policy's.
-
-    Pose modes hold the observed gripper pose plus a small random walk over the chunk (unit
-    quaternions); joint modes move by small random amounts. Moves that are still invalid (a pose
-    IK cannot reach) end the episode with info["error"], as in RLBench; the bench counts them.
-    The gripper changes with probability gripper_switch per env and call. Observations may be numpy
-    arrays or torch tensors (the few fields read here are copied to the host).
-    """
-
-    def __init__(self, env: RLBenchVectorEnv, chunk: int, seed: int, gripper_switch: float = GRIPPER_SWITCH_P):
-        self.config = env.env_config
-        self.action_size = int(np.prod(env.single_action_space.shape or (1,)))
-        self.chunk = chunk
-        self.rng = np.random.default_rng(seed)
-        self.switch_z = NormalDist().inv_cdf(1.0 - gripper_switch) if 0.0 < gripper_switch < 1.0 else (
-            math.inf if gripper_switch <= 0.0 else -math.inf)  # P(normal > z) = gripper_switch
-        self._banks: dict[int, np.ndarray] = {}
-        self._calls = 0
-
-    def _normal(self, m: int) -> np.ndarray:
-        """Standard normal noise (m, K, A + 1) from a bank drawn once per batch size: drawing it every
-        call would cost a good share of what the bench times when steps are cheap."""
-        bank = self._banks.get(m)
-        if bank is None:
-            bank = self._banks[m] = self.rng.standard_normal((NOISE_BANK, m, self.chunk, self.action_size + 1))
-        self._calls += 1
-        return bank[self._calls % NOISE_BANK]
-
-    def __call__(self, obs: dict[str, np.ndarray]) -> np.ndarray:
-        """Actions (M, K, A) for the M envs whose observations are given."""
-        obs = {key: host(obs[key]) for key in ("gripper_open", "gripper_pose", "joint_positions",
-                                                "gripper_joint_positions") if key in obs}
-        m, k, c = len(obs["gripper_open"]), self.chunk, self.config
-        actions = np.empty((m, k, self.action_size), np.float32)
-        normal = self._normal(m)
-        noise = lambda first, size, scale: scale * normal[..., first:first + size]
-        # absolute targets wander from the observed state over the chunk; deltas are fresh each step
-        drift = (lambda *a: np.cumsum(noise(*a), axis=1)) if c.absolute_mode else noise
-        if c.arm_mode in POSE_ARM_MODES:
-            pose = obs["gripper_pose"] if c.absolute_mode else np.tile([0, 0, 0, 0, 0, 0, 1.0], (m, 1))
-            actions[..., :3] = pose[:, None, :3] + drift(0, 3, POSITION_NOISE_M)
-            quat = pose[:, None, 3:7] + drift(3, 4, ROTATION_NOISE)
-            norm = np.linalg.norm(quat, axis=-1, keepdims=True)
-            actions[..., 3:7] = np.where(norm > 1e-6, quat / np.maximum(norm, 1e-6), [0, 0, 0, 1])
-        elif c.arm_mode == "joint_position":
-            start = obs["joint_positions"][:, None] if c.absolute_mode else 0.0
-            actions[..., :-1] = start + drift(0, 7, JOINT_NOISE)
-        else:  # joint velocities
-            actions[..., :-1] = noise(0, 7, JOINT_NOISE)
-        if c.gripper_mode == "discrete":
-            gripper = np.asarray(obs["gripper_open"], np.float32)
-            switch = normal[:, 0, -1] > self.switch_z
-            actions[..., -1] = np.where(switch, 1.0 - gripper, gripper)[:, None]
-        else:
-            actions[..., -1] = np.clip(obs["gripper_joint_positions"][:, :1], 0.0, 0.04)
-        return actions
-
-
-def host(array: Any) -> np.ndarray:
-    """A numpy array of a numpy array or a torch tensor (copied to the host where it lives on a device)."""
-    return array.cpu().numpy() if hasattr(array, "cpu") else np.asarray(array)
-
-
-def gpu_used_mb(device: str | None) -> float | None:
-    """Memory in use on a CUDA device by every process (torch's view of cudaMemGetInfo), else None."""
-    if device is None or not device.startswith("cuda"):
-        return None
-    import torch
-
-    free, total = torch.cuda.mem_get_info(torch.device(device))
-    return (total - free) / MB
-
-
 def count_errors(info: dict[str, Any]) -> int:
     """Episodes ended by an invalid action in one step's (merged) info."""
     return int(np.count_nonzero(info.get("_error", ())))
-
-
-@dataclass
-class CpuClock:
-    """CPU seconds of the main process, the workers and their helpers (Xvfb, ffmpeg) over a window."""
-
-    main: psutil.Process = field(default_factory=psutil.Process)
-    start: dict[int, float] = field(default_factory=dict)
-
-    @staticmethod
-    def seconds(process: psutil.Process) -> float:
-        t = process.cpu_times()
-        return t.user + t.system + t.children_user + t.children_system
-
-    def sample(self, worker_pids: list[int]) -> dict[int, float]:
-        out = {}
-        for pid in worker_pids:
-            try:
-                worker = psutil.Process(pid)
-                for process in (worker, *worker.children(recursive=True)):
-                    out[process.pid] = self.seconds(process)
-            except psutil.NoSuchProcess:
-                continue
-        return out
-
-    def begin(self, worker_pids: list[int]) -> None:
-        psutil.cpu_percent()  # starts the machine-wide window
-        self.start = {0: self.seconds(self.main), **self.sample(worker_pids)}
-
-    def end(self, worker_pids: list[int], elapsed: float) -> dict[str, float]:
-        main = self.seconds(self.main) - self.start[0]
-        workers = sum(s - self.start.get(pid, 0.0) for pid, s in self.sample(worker_pids).items())
-        return {
-            "cpu_main_cores": main / elapsed,
-            "cpu_workers_cores": workers / elapsed,
-            "cpu_machine_percent": psutil.cpu_percent(),
-        }
-
-
-def memory(env: RLBenchVectorEnv) -> dict[str, float]:
-    """RSS of the main process and of each worker (shared-memory pages a worker touched count in its
-    RSS too), and the size of the shared block."""
-    workers = []
-    for pid in env.worker_pids:
-        try:
-            workers.append(psutil.Process(pid).memory_info().rss / MB)
-        except psutil.NoSuchProcess:
-            continue
-    shm_path = os.path.join("/dev/shm", env.shm_name or "")
-    return {
-        "rss_main_mb": psutil.Process().memory_info().rss / MB,
-        "rss_worker_mb_mean": float(np.mean(workers)) if workers else 0.0,
-        "rss_worker_mb_max": float(np.max(workers)) if workers else 0.0,
-        "shm_mb": os.stat(shm_path).st_size / MB if os.path.exists(shm_path) else 0.0,
-    }
-
-
-class Progress:
-    """A rich progress bar on stderr (or nothing: quiet, or not rank 0)."""
-
-    def __init__(self, enabled: bool):
-        self.bar = None
-        if enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-            from rich.progress import Progress as RichProgress
-
-            self.bar = RichProgress(TextColumn("{task.description:<18}"), BarColumn(), MofNCompleteColumn(),
-                                    TimeElapsedColumn(), console=Console(stderr=True))
-            self.bar.start()
-
-    def task(self, description: str, total: int | None = None):
-        """A bar; the returned function takes (completed) or (completed, total)."""
-        if self.bar is None:
-            return lambda completed, total=None: None
-        task = self.bar.add_task(description, total=total)
-        return lambda completed, total=total: self.bar.update(task, completed=completed, total=total)
-
-    def stop(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
 
 
 def make_env(args: argparse.Namespace, num_envs: int, on_worker_ready) -> RLBenchVectorEnv:
@@ -381,78 +209,6 @@ def bench_rank(args: argparse.Namespace, info: RankInfo, dist) -> dict[str, Any]
     finally:
         progress.stop()
     return result
-
-
-def combine(args: argparse.Namespace, ranks: list[dict[str, Any]]) -> dict[str, Any]:
-    """One result for the whole job: sums over ranks (throughput, envs, steps, CPU), worst start-up."""
-    first = ranks[0]
-    env_steps = sum(r["env_steps"] for r in ranks)
-    result = {
-        "command": " ".join(["python -m rlbench_vec.bench", *args.argv]),
-        "world_size": len(ranks), "backend": first["backend"], "task": args.task, "arm_mode": args.arm_mode,
-        "action_timing": args.action_timing,
-        "num_envs": sum(r["num_envs"] for r in ranks), "steps": args.steps, "action_chunk": args.action_chunk,
-        "async": args.async_, "min_envs": first["min_envs"], "copy_obs": bool(args.copy_obs),
-        "record": args.record, "image_size": list(args.image_size), "cameras": args.cameras, "seed": args.seed,
-        "gripper_switch": args.gripper_switch, "as_torch": args.as_torch, "device": args.device,
-        "env_steps": env_steps, "elapsed_s": max(r["elapsed_s"] for r in ranks),
-        "sps": sum(r["sps"] for r in ranks), "startup_s": max(r["startup_s"] for r in ranks),
-    }
-    result["gl_renderers"] = sorted({name for r in ranks for name in r["gl_renderers"]})
-    for key in ("resets", "invalid_actions", "restarts", "workers", "cpu_main_cores", "cpu_workers_cores"):
-        result[key] = sum(r[key] for r in ranks)
-    for key in ("exec_ms", "write_ms", "ipc_ms", "reset_ms"):  # weighted by each rank's steps
-        result[key] = sum(r[key] * r["env_steps"] for r in ranks) / max(env_steps, 1)
-    for key in ("cpu_machine_percent", "rss_main_mb", "rss_worker_mb_mean", "shm_mb"):
-        result[key] = float(np.mean([r[key] for r in ranks]))
-    result["rss_worker_mb_max"] = max(r["rss_worker_mb_max"] for r in ranks)
-    gpu = [r["gpu_memory_mb"] for r in ranks if r["gpu_memory_mb"] is not None]
-    result["gpu_memory_mb"] = sum(gpu) if gpu else None
-    if len(ranks) > 1:
-        result["ranks"] = ranks
-    return result
-
-
-def print_summary(result: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    r = result
-    mode = "step_chunk" if r["action_chunk"] > 1 else "step"
-    if r["async"]:
-        mode += f", async (min_envs={r['min_envs']})"
-    ranks = f" over {r['world_size']} ranks" if r["world_size"] > 1 else ""
-    table = Table(title=f"rlbench_vec bench: {r['task']} on {r['backend']}, {r['num_envs']} envs{ranks}, "
-                        f"{r['arm_mode']}, K={r['action_chunk']} ({mode})" + (", recording" if r["record"] else ""))
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_row("env-steps/s", f"{r['sps']:,.0f}")
-    table.add_row("env-steps timed", f"{r['env_steps']:,} in {r['elapsed_s']:.2f} s")
-    worker_ms = r["exec_ms"] + r["write_ms"] + r["ipc_ms"] + r["reset_ms"]
-    for part, label in (("exec", "worker execution"), ("write", "observation write"), ("ipc", "IPC wait"),
-                        ("reset", "reset")):
-        share = 100 * r[f"{part}_ms"] / worker_ms if worker_ms else 0.0
-        table.add_row(f"  {label} per env-step", f"{r[f'{part}_ms']:.3f} ms ({share:.0f}%)")
-    table.add_row("startup (all workers ready)", f"{r['startup_s']:.2f} s")
-    table.add_row("worker processes", str(r["workers"]))
-    if r["gl_renderers"]:
-        table.add_row("GL renderer (workers' X displays)", ", ".join(r["gl_renderers"]))
-    table.add_row("RSS main process", f"{r['rss_main_mb']:.0f} MB")
-    table.add_row("RSS per worker (mean / max)", f"{r['rss_worker_mb_mean']:.0f} / {r['rss_worker_mb_max']:.0f} MB")
-    table.add_row("shared memory block", f"{r['shm_mb']:.1f} MB" + (" per rank" if r["world_size"] > 1 else ""))
-    if r["gpu_memory_mb"] is not None:
-        table.add_row("GPU memory (device, all processes)",
-                      f"{r['gpu_memory_mb']:.0f} MB, {r['gpu_memory_mb'] / r['num_envs']:.2f} MB per env")
-    table.add_row("CPU main / workers", f"{r['cpu_main_cores']:.2f} / {r['cpu_workers_cores']:.2f} cores")
-    table.add_row("CPU machine busy", f"{r['cpu_machine_percent']:.0f}%")
-    table.add_row(
-        "resets / invalid-action ends / restarts", f"{r['resets']} / {r['invalid_actions']} / {r['restarts']}"
-    )
-    for rank in r.get("ranks", []):
-        table.add_row(f"rank {rank['rank']}", f"{rank['sps']:,.0f} env-steps/s, {rank['num_envs']} envs")
-    Console().print(table)
-    if r["backend"] == "mujoco" and mjwarp.usable_here():
-        Console().print(mjwarp.BENCH_HINT)
 
 
 def init_distributed(info: RankInfo):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from test_video import mujoco_available
 
-from rlbench_vec import bench
+from rlbench_vec import bench, bench_actions, bench_report
 from rlbench_vec.config import CAMERAS, EnvConfig
 from rlbench_vec.distributed import RankInfo
 
@@ -45,7 +45,7 @@ def observation(m: int) -> dict[str, np.ndarray]:
 
 @pytest.mark.parametrize("arm_mode", ["ik", "planning"])
 def test_pose_actions_stay_near_the_gripper_with_unit_quaternions(arm_mode):
-    actions = bench.ActionSampler(fake_env(arm_mode), chunk=16, seed=0)(observation(5))
+    actions = bench_actions.ActionSampler(fake_env(arm_mode), chunk=16, seed=0)(observation(5))
     assert actions.shape == (5, 16, 8) and actions.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(actions[..., 3:7], axis=-1), 1.0, atol=1e-5)
     assert np.abs(actions[..., :3] - [0.3, 0.0, 1.1]).max() < 0.2
@@ -55,7 +55,8 @@ def test_pose_actions_stay_near_the_gripper_with_unit_quaternions(arm_mode):
 def test_joint_and_delta_actions_are_small():
     for arm_mode, absolute in (("joint_velocity", True), ("joint_position", True), ("joint_position", False),
                                ("ik", False)):
-        actions = bench.ActionSampler(fake_env(arm_mode, absolute, "joint_position"), chunk=1, seed=0)(observation(4))
+        sample = bench_actions.ActionSampler(fake_env(arm_mode, absolute, "joint_position"), chunk=1, seed=0)
+        actions = sample(observation(4))
         assert np.abs(actions[..., :3]).max() < 0.5, arm_mode
         assert ((actions[..., 7] >= 0) & (actions[..., 7] <= 0.04)).all()
 
@@ -98,7 +99,7 @@ def test_cli_entry_point_prints_the_summary():
 @pytest.mark.skipif(not mujoco_available(), reason="the MuJoCo backend is not usable here")
 def test_mujoco_survives_invalid_actions_and_records(tmp_path, monkeypatch):
     """Wild targets (1 m of noise) leave the workspace: episodes end with info["error"], the bench goes on."""
-    monkeypatch.setattr(bench, "POSITION_NOISE_M", 1.0)
+    monkeypatch.setattr(bench_actions, "POSITION_NOISE_M", 1.0)
     video_dir = tmp_path / "videos"
     result = run_json(tmp_path, "--backend", "mujoco", "--quiet", "--num_envs", "2", "--steps", "6",
                       "--cameras", "front", "wrist", "--image_size", "32", "32", "--record",
@@ -133,7 +134,7 @@ def test_ctrl_c_ends_the_bench_with_one_line_and_nothing_left():
 
 def test_the_progress_bar_counts_the_workers_that_start():
     updates = []
-    bar = bench.Progress(enabled=False)
+    bar = bench_report.Progress(enabled=False)
     assert bar.task("starting workers")(1, 2) is None  # disabled: a no-op that takes what the pool reports
     bar.bar = types.SimpleNamespace(add_task=lambda description, total: 0,
                                     update=lambda task, **fields: updates.append(fields))
@@ -147,7 +148,7 @@ def test_a_mujoco_summary_names_the_gpu_backend_where_it_can_run(tmp_path, monke
     assert result["action_timing"] == "fixed"
     result["backend"] = "mujoco"
     for usable in (False, True):
-        monkeypatch.setattr(bench.mjwarp, "usable_here", lambda usable=usable: usable)
+        monkeypatch.setattr(bench_report.mjwarp, "usable_here", lambda usable=usable: usable)
         capsys.readouterr()
-        bench.print_summary(result)
+        bench_report.print_summary(result)
         assert ("--backend mjwarp is available" in capsys.readouterr().out) == usable

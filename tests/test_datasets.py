@@ -220,16 +220,16 @@ def test_failure_mid_write_leaves_nothing(demos, tmp_path):
 
 CRASHING_WRITER = textwrap.dedent("""
     import os, pickle, sys
-    from rlbench_vec.datasets import rlbench_format
+    from rlbench_vec.datasets import rlbench_writer
     demo = pickle.load(open(sys.argv[2], "rb"))
-    original, encoded = rlbench_format.png_bytes, []
+    original, encoded = rlbench_writer.png_bytes, []
     def encode_then_die(*args, **kwargs):
         encoded.append(1)
         if len(encoded) == 20:
             os._exit(9)  # the process dies mid-episode, as a SIGKILL would leave it
         return original(*args, **kwargs)
-    rlbench_format.png_bytes = encode_then_die
-    rlbench_format.write_episode(sys.argv[1], "pick_and_lift", 0, demo)
+    rlbench_writer.png_bytes = encode_then_die
+    rlbench_writer.write_episode(sys.argv[1], "pick_and_lift", 0, demo)
 """)
 
 

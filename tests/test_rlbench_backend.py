@@ -26,7 +26,7 @@ import pytest
 from test_display import wait_dead
 
 from rlbench_vec import RLBenchVectorEnv
-from rlbench_vec.backends.rlbench import demo_actions, pose_delta, pose_in_frame
+from rlbench_vec.backends.rlbench.demos import demo_actions, pose_delta, pose_in_frame
 from rlbench_vec.config import EnvConfig
 from rlbench_vec.errors import BackendUnavailableError, ConfigError, WorkerError
 from rlbench_vec.spec import action_size, low_dim_fields, observation_spec
@@ -487,7 +487,7 @@ def test_missing_rlbench_is_reported_before_workers_start(monkeypatch, rlbench_e
 MAPPING_SCRIPT = textwrap.dedent(
     """
     import json, os, sys
-    from rlbench_vec.backends.rlbench import RLBenchBackend
+    from rlbench_vec.backends.rlbench.backend import RLBenchBackend
     from rlbench_vec.config import EnvConfig
     from rlbench_vec.display import open_display
 

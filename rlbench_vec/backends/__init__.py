@@ -9,7 +9,7 @@ from ..config import resolve_backend
 from ..errors import ConfigError
 
 _MODULES = {
-    "rlbench": "rlbench_vec.backends.rlbench",
+    "rlbench": "rlbench_vec.backends.rlbench.backend",
     "mujoco": "rlbench_vec.backends.mujoco",
     "mjwarp": "rlbench_vec.backends.mjwarp.backend",
     "synthetic": "rlbench_vec.backends.synthetic",
@@ -31,4 +31,3 @@ def list_tasks(backend: str = "auto") -> list[str]:
     """The task names (RLBench's, snake_case) `backend` runs: the embedded tasks for "mujoco" and
     "mjwarp", the installed RLBench's for "rlbench"; empty for "synthetic", which takes any name."""
     return backend_class(resolve_backend(backend)).task_names()
-

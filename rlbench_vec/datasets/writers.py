@@ -9,7 +9,7 @@ releases the GIL, but the rest of writing an episode (pickling, conversions, per
 threads scale worse (benchmarks/collect_bench.py writes whole episodes both ways) and would compete with
 the collection loop for the main process's GIL.
 
-Formats: "rlbench" (rlbench_format.write_episode: any number of writers, an episode per folder) and
+Formats: "rlbench" (rlbench_writer.write_episode: any number of writers, an episode per folder) and
 "lerobot" (lerobot_format.LeRobotWriter: one writer process, since a LeRobot dataset takes one writer).
 """
 
@@ -34,7 +34,8 @@ from ..errors import DatasetError
 from ..process import SPAWN, death_reason, die_with_parent
 from ..shm import SHM_DIR, Field, SharedBuffers, plan_fields
 from .lerobot_format import LeRobotOptions
-from .rlbench_format import stored_episodes, write_episode
+from .rlbench_format import stored_episodes
+from .rlbench_writer import write_episode
 
 FORMATS = ("rlbench", "lerobot")
 SLOT_HEADROOM = 1.25  # a slot holds a demo this much longer than the one that sized it
