@@ -12,13 +12,15 @@ that arrives meanwhile starts its worlds at once: they join at the next control 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from .backends.base import GroupStep
+from .backends.base import EnvGroup, GroupStep
 from .delivery import Delivery
 from .protocol import CLAIM, OK, PARTIAL
-from .runner import Runner
+from .runner import Runner, WorkerSpec
+from .shm import SharedBuffers
 
 MAX_PATIENCE_S = 0.05  # the longest a control step waits for new actions while most worlds are idle
 
@@ -43,8 +45,9 @@ class Flight:
 class BatchedRunner(Runner):
     """Runner with partial completion (see module docstring)."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, group: EnvGroup, buffers: SharedBuffers, spec: WorkerSpec,
+                 device_pages: list[dict[str, dict[str, Any]]] | None = None):
+        super().__init__(group, buffers, spec, device_pages)
         self.flights: dict[int, Flight] = {}
         self.flying: dict[int, tuple[Flight, int]] = {}  # instance -> its flight and position
         self._control_step_s = 0.0

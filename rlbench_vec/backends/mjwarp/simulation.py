@@ -1,14 +1,12 @@
 """BatchedSimulation: every world of one embedded task in one MuJoCo Warp simulator on one device.
 
-One object owns all worlds. Actions go in as one (num_worlds, action_size) array; rewards, flags and
-observations come out as torch tensors on the device, sharing memory with the simulator (DLPack, no
-copy) and overwritten by the next call. Every launch sequence is a captured graph (CUDA graphs on a
-GPU, warp's recorded launches on the CPU). A step is: begin the action (one graph), control steps
-(one graph each: with rlbench timing repeated while any world still moves, the host reading three
-counters after each; with fixed timing exactly one), then finish (forward, rewards, flags; restoring
-faulted worlds). Each world is on its own clock: a world whose action is done is frozen while the
-others finish theirs (timing.py). No Python loop over worlds, except where a reset draws new
-episodes on the host (episodes.py).
+Actions go in as one (num_worlds, action_size) array; rewards, flags and observations come out as
+torch tensors on the device sharing memory with the simulator (DLPack), overwritten by the next call.
+Every launch sequence is a captured graph (CUDA graphs on a GPU, warp's recorded launches on the CPU).
+A step: begin the action, control steps (rlbench timing: while any world still moves, the host reading
+three counters after each; fixed timing: one), then finish (forward, rewards, flags; restoring faulted
+worlds). A world whose action is done is frozen while the others finish theirs (timing.py). No Python
+loop over worlds, except where a reset draws new episodes on the host (episodes.py).
 """
 
 from __future__ import annotations
@@ -134,8 +132,6 @@ class BatchedSimulation:
         if capture:
             self._graphs = {name: self._capture(sequence) for name, sequence in self._sequences.items()}
         self.episodes.rngs = [np.random.default_rng(world) for world in range(num_worlds)]
-
-    # --- construction ------------------------------------------------------------------------------
 
     def _zeros(self, shape, dtype) -> wp.array:
         return wp.zeros(shape, dtype=dtype, device=self.device)
