@@ -63,6 +63,8 @@ class Run:
     lost: int = 0  # ended otherwise (truncated, restarted)
     broken: list[str] = field(default_factory=list)  # step counts that did not continue
     recycled_flags: int = 0
+    flags_per_env: np.ndarray | None = None  # recycled autoresets seen, per env
+    ended: np.ndarray | None = None  # envs whose last step ended their episode (their autoreset is still to come)
     samples: list[dict] = field(default_factory=list)
     displays: dict[str, int] = field(default_factory=dict)  # display -> its Xvfb's pid
 
@@ -89,8 +91,11 @@ class Run:
         self.episodes += int(ended_by_task.sum())
         self.lost += int((terminated & ~ended_by_task).sum() + truncated.sum())
         self.flagged_restarts += int(restarted.sum())
-        recycled = int(np.sum(info.get("recycled", 0)))
+        flagged = np.asarray(info.get("recycled", np.zeros(n, bool)), bool)
+        recycled = int(flagged.sum())
         self.recycled_flags += recycled
+        self.flags_per_env = flagged.astype(np.int64) if self.flags_per_env is None else self.flags_per_env + flagged
+        self.ended = terminated | truncated
         if recycled:  # a new worker serves an env: note it and its Xvfb before it may go again
             self.observe_processes()
         self.counts = counts
@@ -118,6 +123,15 @@ class Run:
             "all_processes_mb": round(sum(rss_mb(p.pid) for p in living) + rss_mb(os.getpid()), 1),
         })
 
+    def recycle_check(self, recycles: np.ndarray) -> dict:
+        """A recycle is counted when its env's episode ends and flagged at that env's autoreset, one step
+        later: per env, recycles minus flags must be 0, or 1 for an env whose episode ended on the last step."""
+        flags = np.zeros(len(recycles), np.int64) if self.flags_per_env is None else self.flags_per_env
+        ended = np.zeros(len(recycles), bool) if self.ended is None else self.ended
+        unflagged = recycles.astype(np.int64) - flags
+        return {"recycles_awaiting_autoreset": int(np.sum((unflagged == 1) & ended)),
+                "recycle_flag_mismatches": int(np.sum((unflagged != 0) & ~((unflagged == 1) & ended)))}
+
     def summary(self) -> dict:
         stats = self.env.stats()
         executed = float(stats["steps"].sum())
@@ -126,6 +140,7 @@ class Run:
             "actions_per_s": round(executed / self.seconds, 1), "kills": self.kills,
             "restarts": int(stats["restarts"].sum()), "restarted_steps_flagged": self.flagged_restarts,
             "recycles": int(stats["recycles"].sum()), "recycled_autoresets_flagged": self.recycled_flags,
+            **self.recycle_check(stats["recycles"]),
             "episodes_completed": self.episodes, "episodes_lost": self.lost,
             "step_count_breaks": len(self.broken), "first_breaks": self.broken[:5],
             "memory": memory_summary(self.samples), "samples": self.samples,
