@@ -4,7 +4,7 @@ Every env is a world of one MuJoCo Warp simulator on the GPU. Observations arriv
 (the worker's result pages, shared once; no host copy): the front camera's rgb (64x64 by default)
 through a small CNN, and gripper_pose, joint_velocities and task_low_dim_state through an MLP, both
 feeding one actor and one critic. action_timing="fixed": every action is one 0.05 s control step,
-the arm heading for a target --max-move metres away per axis at most (arm_mode="ik", delta
+the arm heading for a target --max_move metres away per axis at most (arm_mode="ik", delta
 positions, identity rotation), clipped into the workspace here, on the GPU. pick_and_lift adds a
 gripper output (> 0 opens). The only host traffic per step is the actions going to the worker
 (8 floats per env, the engine's shared memory) and the rewards and flags coming back.
@@ -15,12 +15,12 @@ gripper to block plus block to target). Success rates are always the env's own. 
 the step after an episode's end resets it (action ignored) and is left out of the loss; a truncated
 episode's return is bootstrapped from the value of its final observation.
 
-Training stops at --total-steps env steps or --budget-s seconds, whichever comes first. Evaluation:
+Training stops at --total_steps env steps or --budget_s seconds, whichever comes first. Evaluation:
 the mean action on one fresh episode per env (seeds never seen in training), and a random policy.
 
     python examples/ppo_gpu.py                                   # reach_target, 1024 envs, cuda
-    python examples/ppo_gpu.py --task pick_and_lift --out docs/ppo_gpu_pick_and_lift
-    python examples/ppo_gpu.py --backend mujoco --device cpu --num-envs 32    # no GPU: the same loop on CPUs
+    python examples/ppo_gpu.py --task pick_and_lift --out out/ppo_gpu_pick_and_lift
+    python examples/ppo_gpu.py --backend mujoco --device cpu --num_envs 32    # no GPU: the same loop on CPUs
 
 Writes <out>.json (curve, evaluation, throughput, command) and <out>_curve.png.
 """
@@ -35,10 +35,15 @@ import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
-import torch
-import torch.nn as nn
-from cli import parse_args  # examples/cli.py, beside this script
-from torch.distributions.normal import Normal
+from cli import missing, parse_args  # examples/cli.py, beside this script
+
+try:
+    import matplotlib  # noqa: F401  (the learning curve, drawn at the end: fail before training)
+    import torch
+    import torch.nn as nn
+    from torch.distributions.normal import Normal
+except ModuleNotFoundError as error:
+    missing(error, extras="examples")
 
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.backends.mujoco.scene import WORKSPACE_HIGH, WORKSPACE_LOW
@@ -71,7 +76,7 @@ class Args:
     max_move: float = 0.05  # metres per axis per step
     shaping: float = 10.0
     max_episode_steps: int = 50
-    out: str = "docs/ppo_gpu_reach"
+    out: str = "out/ppo_gpu_reach"
 
 
 def layer(module: nn.Module, std: float = np.sqrt(2)) -> nn.Module:

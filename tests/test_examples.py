@@ -28,6 +28,20 @@ def run(command: list[str], timeout_s: float = 120) -> str:
     return done.stdout
 
 
+def test_ppo_gpu_runs_its_loop_on_cpus_and_saves_its_curve(tmp_path):
+    """examples/ppo_gpu.py's loop (pixels and state into one policy, fixed timing, evaluation on fresh
+    episodes) on the mujoco backend and CPU tensors: what it runs on a GPU with backend mjwarp."""
+    out = tmp_path / "ppo_gpu"
+    stdout = run([sys.executable, "examples/ppo_gpu.py", "--backend", "mujoco", "--device", "cpu", "--num_envs", "2",
+                  "--num_steps", "8", "--total_steps", "32", "--update_epochs", "1", "--image_size", "32",
+                  "--max_episode_steps", "5", "--out", str(out)], timeout_s=240)
+    assert "success rate: trained" in stdout
+    result = json.loads(out.with_suffix(".json").read_text())
+    assert result["env_steps"] >= 32 and result["eval_episodes"] == 2
+    assert set(result["eval_success_rate"]) == {"trained_policy", "random_policy"}
+    assert (tmp_path / "ppo_gpu_curve.png").stat().st_size > 0
+
+
 @pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
 def test_ppo_reach_runs_and_saves_its_curve_in_each_autoreset_mode(tmp_path, mode):
     out = tmp_path / "ppo"
