@@ -19,7 +19,7 @@ import pytest
 
 from rlbench_vec import CAMERAS, Demo, EnvConfig, RLBenchVectorEnv
 from rlbench_vec.datasets import completed_episodes, episode_dir, read_episode, remove_stale_staging, write_episode
-from rlbench_vec.datasets.rlbench_format import DEPTH_SCALE, STAGING_FOLDER, misc_key
+from rlbench_vec.datasets.rlbench_format import DEPTH_SCALE, STAGING_FOLDER, decode_mask, encode_mask, misc_key
 from rlbench_vec.errors import DatasetError
 
 TESTS = Path(__file__).resolve().parent
@@ -174,7 +174,18 @@ def test_pickle_names_only_upstream_classes_and_numpy_1_paths(written):
     with open(paths[0] / "low_dim_obs.pkl", "rb") as file:
         NameRecorder(file).load()
     assert named == {("rlbench.demo", "Demo"), ("rlbench.backend.observation", "Observation"),
-                             ("numpy.core.multiarray", "_reconstruct"), ("numpy", "ndarray"), ("numpy", "dtype")}
+                     ("numpy.core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"),
+                     ("numpy", "ndarray"), ("numpy", "dtype")}
+
+
+def test_masks_are_stored_as_upstream_codes_them_over_the_whole_24_bit_range():
+    """handle = R + 256 G + 65536 B (upstream's rgb_handles_to_mask), for handles up to 2**24 - 1."""
+    handles = np.array([[0, 1, 255, 256], [65535, 65536, 123456, DEPTH_SCALE]], np.float32)
+    image = encode_mask(handles)
+    assert image.dtype == np.uint8 and image.shape == (2, 4, 3)
+    value = image.astype(np.int64)
+    np.testing.assert_array_equal(value[..., 0] + 256 * value[..., 1] + 65536 * value[..., 2], handles)
+    np.testing.assert_array_equal(decode_mask(image), handles)
 
 
 def test_reader_refuses_foreign_pickles(tmp_path):

@@ -8,10 +8,13 @@ module paths, so a Python with RLBench unpickles them into the real classes; our
 two names back to the stand-ins, so it needs no RLBench (and never imports it, which would start
 CoppeliaSim).
 
-Python's C pickler refuses to write a class under a module it cannot import, so the writer is the
-pure-Python pickler with `save_global` taught the upstream names. It also writes numpy's array and
-scalar rebuilders as `numpy.core.multiarray`: numpy 2 writes `numpy._core...`, which the numpy 1.x
-of most RLBench installs cannot import, while numpy 2 keeps the old names loadable for pickles.
+Python's C pickler refuses to write a class under a module it cannot import, so the four globals
+that must carry other names (the two classes, and numpy's array and scalar rebuilders as
+`numpy.core.multiarray`: numpy 2 writes `numpy._core...`, which the numpy 1.x of most RLBench installs
+cannot import, while numpy 2 keeps the old names loadable for pickles) are written first, under those
+names, into the pickle's memo; the C pickler then starts with its memo holding them, so it refers to
+each by its memo slot and never looks one up. That keeps the ~1,000 arrays of a demo on the C
+pickler (about 10x faster than the pure-Python one).
 """
 
 from __future__ import annotations
@@ -86,23 +89,16 @@ READ_AS = {
 }
 
 
-_PythonPickler: Any = pickle._Pickler  # the pure-Python pickler: its save_global can be extended
-
-
-class _UpstreamPickler(_PythonPickler):
-    def save_global(self, obj: Any, name: str | None = None) -> None:
-        try:
-            target = WRITTEN_AS.get(obj)
-        except TypeError:  # unhashable: never one of ours
-            target = None
-        if target is None:
-            super().save_global(obj, name)
-            return
-        module, qualname = target
-        self.save(module)
-        self.save(qualname)
-        self.write(pickle.STACK_GLOBAL)
-        self.memoize(obj)
+def _named_globals() -> tuple[bytes, dict[int, tuple[int, Any]]]:
+    """The pickle opcodes that put each WRITTEN_AS object, under its upstream name, into memo slot
+    0, 1, ... (and leave the stack as it was), and the C pickler's memo that refers to those slots."""
+    opcodes, memo = bytearray(pickle.PROTO + bytes([PROTOCOL])), {}
+    for slot, (target, names) in enumerate(WRITTEN_AS.items()):
+        for name in map(str.encode, names):
+            opcodes += pickle.SHORT_BINUNICODE + bytes([len(name)]) + name
+        opcodes += pickle.STACK_GLOBAL + pickle.MEMOIZE + pickle.POP
+        memo[id(target)] = (slot, target)
+    return bytes(opcodes), memo
 
 
 class _UpstreamUnpickler(pickle.Unpickler):
@@ -118,8 +114,12 @@ class _UpstreamUnpickler(pickle.Unpickler):
 
 def dumps(obj: Any) -> bytes:
     """Pickle `obj` so that Demo/Observation stand-ins load as RLBench's classes."""
-    buffer = io.BytesIO()
-    _UpstreamPickler(buffer, protocol=PROTOCOL).dump(obj)
+    prelude, memo = _named_globals()
+    buffer = io.BytesIO(prelude)
+    buffer.seek(0, io.SEEK_END)
+    pickler = pickle.Pickler(buffer, protocol=PROTOCOL)
+    pickler.memo = memo  # type: ignore[assignment]  # the C pickler takes a dict {id: (slot, object)}
+    pickler.dump(obj)
     return buffer.getvalue()
 
 
