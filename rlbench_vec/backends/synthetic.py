@@ -129,21 +129,20 @@ class SyntheticBackend(Backend):
             "images": list(images.values()), "stamped": list(first_per_camera.values()),
             "joints": [low_dim.pop(k) for k in ("joint_positions",) if k in low_dim],
             "task_state": [low_dim.pop(k) for k in ("task_low_dim_state",) if k in low_dim],
-            "low_dim": list(low_dim.values()), "filled_for": -1,
+            "low_dim": list(low_dim.values()),
         }
 
     def write_observation(self, out: Mapping[str, np.ndarray]) -> None:
-        """Images are filled with noise once per episode (per output dict); each step stamps the step
+        """Every image is written whole on every step, as a renderer's read-back writes every pixel
+        (its content is the episode's noise, drawn once per episode); each step then stamps the step
         count into the first pixel of each camera's first image (so every step changes the
         observation) and rewrites the low-dim fields (task_low_dim_state holds the episode's step
         count): all in place, like a simulator rendering."""
         bound = self._bound.get(id(out))
         if bound is None or bound["out"] is not out:
             bound = self._bound[id(out)] = {**self._classify(out), "out": out}
-        if bound["filled_for"] != self.episode:
-            for flat in bound["images"]:
-                flat[:] = self.noise(flat)
-            bound["filled_for"] = self.episode
+        for flat in bound["images"]:
+            flat[:] = self.noise(flat)
         stamp, value = self.steps % 256, self.steps * 1e-3
         for flat in bound["stamped"]:
             flat[0] = stamp
