@@ -8,6 +8,7 @@ Systems:
   rlbench_vec sync         step(): one round trip per step
   rlbench_vec chunk16      step_chunk() with K=16 actions per round trip
   rlbench_vec async        send/recv partial batches: act on the first half of the envs to finish
+  rlbench_vec ... 1/worker the same with one env per worker process (envs_per_worker=1), as real RLBench runs
   gymnasium async          AsyncVectorEnv(context="spawn", shared_memory=True, copy=False)
   sb3 subproc              SubprocVecEnv(start_method="spawn")
   pufferlib sync           pufferlib.vector.Multiprocessing, one worker per physical core, full batches
@@ -63,8 +64,8 @@ SETTINGS: dict[str, dict[str, Any]] = {
         "env_steps": 256,
     },
 }
-SYSTEMS = ("rlbench_vec sync", "rlbench_vec chunk16", "rlbench_vec async", "gymnasium async", "sb3 subproc",
-           *PUFFER_SYSTEMS)
+SYSTEMS = ("rlbench_vec sync", "rlbench_vec chunk16", "rlbench_vec async", "rlbench_vec sync 1/worker",
+           "rlbench_vec async 1/worker", "gymnasium async", "sb3 subproc", *PUFFER_SYSTEMS)
 CHUNK = 16
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -127,8 +128,9 @@ def measure(system: str, n: int, settings: dict[str, dict[str, Any]], scale: flo
     """Build `system` with n envs once; time it under each setting."""
     out = {}
     if system.startswith("rlbench_vec"):
-        mode = system.split()[1]
-        with RLBenchVectorEnv(num_envs=n, backend="synthetic", max_chunk=CHUNK) as env:
+        mode, *grouping = system.split()[1:]  # "1/worker": one env per worker, as real RLBench runs
+        envs_per_worker = 1 if grouping else None
+        with RLBenchVectorEnv(num_envs=n, backend="synthetic", max_chunk=CHUNK, envs_per_worker=envs_per_worker) as env:
             for name, setting in settings.items():
                 for attr, value in cost_attrs(setting["options"]).items():
                     env.set_attr(attr, value)

@@ -8,19 +8,26 @@ stage=${1:?stage: peers, reset, mujoco, engine, collect, timing, timing_ik, cuda
 # shellcheck source=scripts/device_stage.sh
 source "$(dirname "$0")/device_stage.sh"
 case $stage in
-  # every peer; PufferLib when its wheels are carried (pufferlib 2.0.2 cp312 and gym 0.23, which it imports:
-  # /work/main/.dev/whl-peers), else peers.py says it skipped it
-  peers) wheels=${PEERS_WHEELS:-.dev/whl-peers}
+  # every peer; PufferLib when its wheels are carried (/work/main/.dev/whl-peers: pufferlib 2.0.2 cp312, numpy
+  # 1.26 for its extensions built against NumPy 1.x, gym 0.23.1 and gym-notices, setuptools for gym's distutils).
+  # They go into their own folder, ahead of the host's numpy only for PufferLib's interpreter; else peers.py
+  # says it skipped PufferLib.
+  peers) wheels=${PEERS_WHEELS:-.dev/whl-peers} puffer=(--pufferlib_python /tmp/puffer_python)
          if compgen -G "$wheels/*.whl" >/dev/null; then
-           python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$wheels"/*.whl 2>&1 \
+           python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/puffer_site "$wheels"/*.whl 2>&1 \
              | grep -v "^WARNING" || true
+           echo "import os, site; site.addsitedir(os.path.dirname(__file__))" >/tmp/puffer_site/sitecustomize.py
+           printf '#!/bin/sh\nPYTHONPATH=/tmp/puffer_site:$PYTHONPATH exec python3 "$@"\n' >/tmp/puffer_python
+           chmod +x /tmp/puffer_python
+         else
+           puffer=()
          fi
-         python3 benchmarks/peers.py --tag gpu16 --num_envs 16 64 --settings "0 ms" heavy-tailed \
-           --pufferlib_python python3 --out "$OUT" ;;
+         python3 benchmarks/peers.py --tag gpu16 --num_envs 16 64 --settings "0 ms" heavy-tailed "${puffer[@]}" \
+           --out "$OUT" ;;
   reset) python3 benchmarks/reset_overlap.py --tag gpu16 --num_envs 16 --reset_s 0 0.05 0.25 1.0 --seconds 3 \
            --out "$OUT" ;;
   mujoco) python3 benchmarks/mujoco_groups.py --tag h100 --num_envs 16 64 --envs_per_worker 1 4 --out "$OUT" ;;
-  collect) python3 benchmarks/collect_bench.py --tag gpu16 --episodes_per_env ${EPISODES_PER_ENV:-20} --num_envs 1 4 16 --quiet \
+  collect) python3 benchmarks/collect_bench.py --tag gpu16 --episodes_per_env ${EPISODES_PER_ENV:-20} --num_envs 1 4 16 --repeats 2 --quiet \
            --out "$OUT" ;;
   timing|timing_ik)  # mjwarp, pick_and_lift, five cameras rgb+depth+mask 128x128, the bench's gripper switching
     arm=joint_velocity; sizes="1024 4096"
