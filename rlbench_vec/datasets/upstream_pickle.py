@@ -118,7 +118,7 @@ def dumps(obj: Any) -> bytes:
     buffer = io.BytesIO(prelude)
     buffer.seek(0, io.SEEK_END)
     pickler = pickle.Pickler(buffer, protocol=PROTOCOL)
-    pickler.memo = memo  # type: ignore[assignment]  # the C pickler takes a dict {id: (slot, object)}
+    pickler.memo = memo  # the C pickler takes a dict {id(object): (slot, object)}
     pickler.dump(obj)
     return buffer.getvalue()
 
