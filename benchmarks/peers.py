@@ -19,7 +19,9 @@ docs/engine.md), through benchmarks/peers_puffer.py; without it, its systems are
 Step-cost settings: 0 ms (the machinery alone), 10 ms constant, and heavy-tailed (Pareto steps with a
 10 ms mean, 50 ms resets every 10 steps).
 
-Counted: actions executed (an autoreset step that only resets is not counted, for any system).
+Counted: actions executed (an autoreset step that only resets is not counted, for any system), after
+an untimed warm-up of 16 actions per env in every system (for partial batches, envs' first writes into
+each slot of the pages).
 Each system is built once per num_envs and re-costed between settings, since starting 64 spawned
 workers takes longer than measuring them (PufferLib's, which cannot be re-costed, once per setting;
 start-up is never timed). Writes {out}/peers_{tag}.json (every system's version in it) and .png.
@@ -48,7 +50,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from peer_env import ACTION_SIZE, cost_attrs, make_peer
-from peers_puffer import NOT_IMPORTABLE
+from peers_puffer import NOT_IMPORTABLE, WARMUP_STEPS
 from peers_puffer import SYSTEMS as PUFFER_SYSTEMS
 
 from rlbench_vec import RLBenchVectorEnv
@@ -71,12 +73,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 # ---------------------------------------------------------------------- timed loops: (env-steps, seconds)
-def time_ours(env: RLBenchVectorEnv, mode: str, steps: int) -> tuple[int, float]:
+def drive_ours(env: RLBenchVectorEnv, mode: str, steps: int) -> None:
     n, a = env.num_envs, ACTION_SIZE
-    env.reset(seed=0)
-    env.step(np.zeros((n, a), np.float32))  # warm-up, not timed
-    env.reset_stats()
-    start = time.perf_counter()
     if mode == "sync":
         for _ in range(steps):
             env.step(np.zeros((n, a), np.float32))
@@ -91,6 +89,14 @@ def time_ours(env: RLBenchVectorEnv, mode: str, steps: int) -> tuple[int, float]
             env.send(np.zeros((len(ids), a), np.float32), env_ids=ids)
             sent += len(ids)
         env.recv()
+
+
+def time_ours(env: RLBenchVectorEnv, mode: str, steps: int) -> tuple[int, float]:
+    env.reset(seed=0)
+    drive_ours(env, mode, WARMUP_STEPS)  # not timed: first writes into each slot of the pages
+    env.reset_stats()
+    start = time.perf_counter()
+    drive_ours(env, mode, steps)
     elapsed = time.perf_counter() - start
     return int(env.stats()["steps"].sum()), elapsed
 
@@ -99,7 +105,8 @@ def time_gymnasium(env: gym.vector.AsyncVectorEnv, steps: int) -> tuple[int, flo
     n = env.num_envs
     actions = np.zeros((n, ACTION_SIZE), np.float32)
     env.reset(seed=0)
-    _, _, terminated, truncated, _ = env.step(actions)  # warm-up
+    for _ in range(WARMUP_STEPS):  # not timed
+        _, _, terminated, truncated, _ = env.step(actions)
     executed, start = 0, time.perf_counter()
     for _ in range(steps):
         executed += n - int(np.count_nonzero(terminated | truncated))  # next-step autoreset executes nothing
@@ -111,7 +118,8 @@ def time_sb3(env, steps: int) -> tuple[int, float]:
     n = env.num_envs
     actions = np.zeros((n, ACTION_SIZE), np.float32)
     env.reset()
-    env.step(actions)  # warm-up; SB3 resets inside the step that ends an episode, so every step executes
+    for _ in range(WARMUP_STEPS):  # not timed; SB3 resets inside the step that ends an episode: every step executes
+        env.step(actions)
     start = time.perf_counter()
     for _ in range(steps):
         env.step(actions)

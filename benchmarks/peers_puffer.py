@@ -43,6 +43,7 @@ else:
     IMPORT_ERROR = None
 
 NOT_IMPORTABLE = 3
+WARMUP_STEPS = 16  # untimed actions per env before each timing, in every system (peers.py imports it)
 SYSTEMS = ("pufferlib sync", "pufferlib async", "pufferlib serial")
 
 
@@ -82,7 +83,9 @@ def time_pufferlib(vecenv, n: int, steps: int) -> tuple[int, float]:
     vecenv.async_reset(seed=0)
     _, _, terminated, truncated, _, ids, _ = vecenv.recv()
     done = terminated | truncated
-    for _ in range(2):  # warm-up, not timed: the first send checks the action space
+    warm = 0
+    while warm < WARMUP_STEPS * n:  # not timed, as long as every peer's warm-up (peers.py)
+        warm += len(ids)
         ids, done, _ = round_trip(ids, done)
     executed, sent, start = 0, 0, time.perf_counter()
     while sent < steps * n:
