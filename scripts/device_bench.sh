@@ -22,7 +22,7 @@ case $stage in
          else
            puffer=()
          fi
-         python3 benchmarks/peers.py --tag gpu16 --num_envs 16 64 --settings "0 ms" heavy-tailed --scale 4 "${puffer[@]}" \
+         python3 benchmarks/peers.py --tag gpu16 --num_envs 16 64 --settings "0 ms" heavy-tailed --scale 16 "${puffer[@]}" \
            --out "$OUT" ;;
   reset) python3 benchmarks/reset_overlap.py --tag gpu16 --num_envs 16 --reset_s 0 0.05 0.25 1.0 --seconds 3 \
            --out "$OUT" ;;
