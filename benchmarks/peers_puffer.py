@@ -87,6 +87,9 @@ def time_pufferlib(vecenv, n: int, steps: int) -> tuple[int, float]:
     while warm < WARMUP_STEPS * n:  # not timed, as long as every peer's warm-up (peers.py)
         warm += len(ids)
         ids, done, _ = round_trip(ids, done)
+    vecenv.async_reset(seed=0)  # the timing starts at fresh episodes, as every peer's
+    _, _, terminated, truncated, _, ids, _ = vecenv.recv()
+    done = terminated | truncated
     executed, sent, start = 0, 0, time.perf_counter()
     while sent < steps * n:
         sent += len(ids)
