@@ -107,7 +107,7 @@ def encode_mask(handles: np.ndarray) -> np.ndarray:
     value = np.rint(handles)
     if value.min(initial=0) < 0 or value.max(initial=0) > DEPTH_SCALE:
         raise DatasetError(f"mask values must be object handles in [0, {DEPTH_SCALE}] to be stored as RGB.")
-    handle = value.astype(np.uint32)  # 32-bit, checked to fit: ~6x faster than int64 arithmetic
+    handle = value.astype(np.uint32)  # checked to fit: 32-bit arithmetic is much cheaper than int64
     return np.stack([handle & 0xFF, (handle >> 8) & 0xFF, handle >> 16], axis=-1).astype(np.uint8)
 
 

@@ -14,7 +14,7 @@ that must carry other names (the two classes, and numpy's array and scalar rebui
 cannot import, while numpy 2 keeps the old names loadable for pickles) are written first, under those
 names, into the pickle's memo; the C pickler then starts with its memo holding them, so it refers to
 each by its memo slot and never looks one up. That keeps the ~1,000 arrays of a demo on the C
-pickler (about 10x faster than the pure-Python one).
+pickler, many times faster than the pure-Python one.
 """
 
 from __future__ import annotations
