@@ -121,7 +121,7 @@ class SyntheticBackend(Backend):
 
     def _classify(self, out: Mapping[str, np.ndarray]) -> dict[str, Any]:
         """Sort an output dict's views once: images are stamped, low-dim fields rewritten. The engine
-        alternates between two output dicts (pages) per env, so each keeps its own state."""
+        alternates between two output dicts (pages) per env, or claims slots: each dict is sorted once."""
         images = {k: a.reshape(-1) for k, a in out.items() if k.endswith(_IMAGE_SUFFIXES)}
         first_per_camera = {k.rsplit("_", 1)[0].removesuffix("_point"): flat for k, flat in reversed(images.items())}
         low_dim = {k: a for k, a in out.items() if not k.endswith(_IMAGE_SUFFIXES)}
