@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 
 import psutil
 import pytest
@@ -26,6 +28,37 @@ def live_children() -> list[psutil.Process]:
     return [
         p for p in psutil.Process().children(recursive=True) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
     ]
+
+
+def with_faulthandler() -> dict[str, str]:
+    """An environment for a child Python (and its workers) that dumps every thread's stack on SIGABRT."""
+    return {**os.environ, "PYTHONFAULTHANDLER": "1"}
+
+
+def communicate_or_explain(process: subprocess.Popen, timeout: float, descendants: list[psutil.Process]) -> tuple:
+    """process.communicate(timeout), or else a failure that says which of the process and its descendants were still
+    running and where (SIGABRT makes a child started with `with_faulthandler()` print its stacks); all of them are
+    killed first, so one hang fails one test and leaves nothing to trip the tests after it."""
+    try:
+        return process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    alive = [p for p in [psutil.Process(process.pid), *descendants] if p.is_running()]
+    described = []
+    for p in alive:
+        try:
+            described.append(f"{p.pid} {p.status()}: {' '.join(p.cmdline())}")
+            p.send_signal(signal.SIGABRT)
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=5)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    _, stderr = process.communicate()
+    pytest.fail(f"still running {timeout} s on:\n" + "\n".join(described) + f"\nstderr's end:\n{stderr[-12000:]}")
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import types
 
 import numpy as np
 import pytest
+from conftest import communicate_or_explain, with_faulthandler
 from test_video import mujoco_available
 
 from rlbench_vec import bench, bench_actions, bench_report
@@ -109,22 +110,27 @@ def test_mujoco_survives_invalid_actions_and_records(tmp_path, monkeypatch):
     assert all(name.startswith("env000_") for name in os.listdir(video_dir))
 
 
+def spawned_workers(main) -> list:
+    """The bench's worker processes (its resource tracker is a child too)."""
+    return [child for child in main.children(recursive=True) if "spawn_main" in " ".join(child.cmdline())]
+
+
 def test_ctrl_c_ends_the_bench_with_one_line_and_nothing_left():
     import psutil
 
     bench_process = subprocess.Popen(
         [sys.executable, "-m", "rlbench_vec.bench", "--backend", "synthetic", "--num_envs", "4", "--envs_per_worker",
          "2", "--steps", "10000000", "--backend_options", '{"step_cost_s": 0.001}'],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=with_faulthandler())
     main = psutil.Process(bench_process.pid)
     deadline = time.monotonic() + 60
-    while len(main.children(recursive=True)) < 2 and time.monotonic() < deadline:  # the two workers
+    while len(spawned_workers(main)) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(2.0)  # stepping by now
-    workers = main.children(recursive=True)
-    assert len(workers) >= 2
+    workers = spawned_workers(main)
+    assert len(workers) == 2
     bench_process.send_signal(signal.SIGINT)
-    _, stderr = bench_process.communicate(timeout=60)
+    _, stderr = communicate_or_explain(bench_process, 60, workers)
     assert bench_process.returncode == 130
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
     assert stderr.strip().splitlines()[-1] == "python -m rlbench_vec.bench: interrupted."

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-from conftest import live_children, own_segments
+from conftest import communicate_or_explain, live_children, own_segments, with_faulthandler
 
 from rlbench_vec import BackendUnavailableError, ClosedError, RestartBudgetExceeded, RLBenchVectorEnv, WorkerError
 from rlbench_vec.shm import SHM_DIR, pid_namespace
@@ -177,7 +177,7 @@ def test_missing_xvfb_is_named_before_any_worker_starts(monkeypatch, tmp_path):
 
 def start_program(kwargs: dict) -> tuple[subprocess.Popen, dict]:
     process = subprocess.Popen([sys.executable, str(PROGRAM), json.dumps(kwargs)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, env=with_faulthandler())
     line = process.stdout.readline()
     assert line, process.stderr.read()
     return process, json.loads(line)
@@ -200,13 +200,13 @@ def test_main_process_death_or_ctrl_c_leaves_nothing(how):
               "backend_options": {"needs_display": True, "step_cost_s": 0.001}}
     process, info = start_program(kwargs)
     assert len(info["xvfb"]) == 2, "each worker owns an Xvfb"
+    descendants = [psutil.Process(pid) for pid in info["workers"] + info["xvfb"]]
     os.kill(info["pid"], how)
-    process.wait(timeout=30)
+    _, stderr = communicate_or_explain(process, 30, descendants)
     alive, shm_exists = gone_within(info["workers"] + info["xvfb"], info["shm"], seconds=10)
     assert not alive, f"processes outlived the main process: {alive}"
     assert not shm_exists, "the shared-memory segment outlived the main process"
     if how == signal.SIGINT:
-        stderr = process.stderr.read()
         assert "KeyboardInterrupt" in stderr and "leaked" not in stderr
 
 
