@@ -7,6 +7,10 @@ Two runs of --steps step() calls each, on fresh vector envs:
   profile   cProfile on (it slows every call): the functions that take the time, main side per reply
             and worker side per command, with their share of the profiled time
 
+With --min_envs M the loop is partial batches instead: send to every env once, then --steps times
+recv(min_envs=M) and send to the envs it returned; figures are then per env-step (every reply and
+command answers a worker's envs that were ready, a number that varies).
+
 Workers are profiled from this script: a spawned worker imports its parent's main module (as
 __mp_main__) before it runs, so this module wraps rlbench_vec.worker.serve there when PROFILE_VAR is set.
 
@@ -82,7 +86,9 @@ def parse_args() -> argparse.Namespace:
     parser = ArgumentParser(prog="python benchmarks/profile_engine.py", description=__doc__)
     parser.add_argument("--num_envs", type=int, default=16)
     parser.add_argument("--envs_per_worker", type=int, default=1)
-    parser.add_argument("--steps", type=int, default=3000, help="timed step() calls per run")
+    parser.add_argument("--steps", type=int, default=3000, help="timed step() (or recv) calls per run")
+    parser.add_argument("--min_envs", type=int, default=None,
+                        help="time send/recv partial batches of at least this many envs instead of step()")
     parser.add_argument("--step_cost_s", type=float, default=0.0, help="synthetic backend: CPU seconds per step")
     parser.add_argument("--image_size", type=int, nargs=2, default=DEFAULTS.image_size, metavar=("WIDTH", "HEIGHT"))
     parser.add_argument("--cameras", nargs="+", default=list(DEFAULTS.cameras), choices=CAMERAS)
@@ -128,41 +134,73 @@ def measure(args: argparse.Namespace, mode: str, folder: str) -> dict[str, Any]:
         workers = len(env.worker_pids)
         env.reset(seed=0)
         actions = np.stack([env.single_action_space.sample() for _ in range(env.num_envs)])
-        for _ in range(WARMUP_STEPS):
-            env.step(actions)
+        loop = steps_loop if args.min_envs is None else partial_batches_loop(env, actions)
+        warmup_env_steps = loop(env, actions, WARMUP_STEPS, args.min_envs)
         env.reset_stats()
         profile = cProfile.Profile() if mode == "profile" else None
         cpu, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
         if profile is not None:
             profile.enable()
-        for _ in range(args.steps):
-            env.step(actions)
+        env_steps = loop(env, actions, args.steps, args.min_envs)
         if profile is not None:
             profile.disable()
         wall, (user, system) = time.perf_counter() - start, cpu_since(cpu)
         resets = int(env.stats()["resets"].sum())
+        if args.min_envs is not None:
+            env.recv()  # the envs still in flight: answered before close, so every worker ends its loop
     # closed: every worker has written its numbers. Each answered one reset, the warm-up and the timed
     # steps, one command per step (one command serves its whole env group)
     commands = 1 + WARMUP_STEPS + args.steps
     replies = args.steps * workers
+    # every action sent ran: a partial loop's first send, then one per env returned, the last ones drained
+    run_env_steps = args.num_envs + warmup_env_steps + env_steps if args.min_envs is not None else (
+        (1 + WARMUP_STEPS + args.steps) * args.num_envs)
     numbers = [read_json(os.path.join(folder, name)) for name in os.listdir(folder) if name.endswith(".json")]
     worker_user = float(np.mean([n["user_s"] for n in numbers])) if numbers else float("nan")
     worker_system = float(np.mean([n["system_s"] for n in numbers])) if numbers else float("nan")
     result: dict[str, Any] = {
         "mode": mode, "workers": workers, "workers_reporting": len(numbers), "steps": args.steps,
-        "resets_in_timed_steps": resets, "step_us": 1e6 * wall / args.steps,
-        "env_steps_per_s": args.steps * args.num_envs / wall,
-        "main_user_us_per_reply": 1e6 * user / replies, "main_system_us_per_reply": 1e6 * system / replies,
-        "worker_user_us_per_command": 1e6 * worker_user / commands,
-        "worker_system_us_per_command": 1e6 * worker_system / commands,
+        "resets_in_timed_steps": resets, "step_us": 1e6 * wall / args.steps, "env_steps": env_steps,
+        "env_steps_per_s": env_steps / wall,
+        "main_cpu_us_per_env_step": 1e6 * (user + system) / env_steps,
+        "worker_cpu_us_per_env_step": 1e6 * (worker_user + worker_system) * len(numbers) / run_env_steps,
     }
+    if args.min_envs is None:
+        result.update({
+            "main_user_us_per_reply": 1e6 * user / replies, "main_system_us_per_reply": 1e6 * system / replies,
+            "worker_user_us_per_command": 1e6 * worker_user / commands,
+            "worker_system_us_per_command": 1e6 * worker_system / commands})
+    # per reply and command where each is one per worker and step; else per env-step
+    main_per, worker_per = (replies, commands) if args.min_envs is None else (env_steps, run_env_steps)
     if profile is not None:
-        result["main_top"] = top_functions(pstats.Stats(profile), replies, args.top, WAITS["main"])
+        result["main_top"] = top_functions(pstats.Stats(profile), main_per, args.top, WAITS["main"])
         dumps = [os.path.join(folder, name) for name in os.listdir(folder) if name.endswith(".prof")]
-        if dumps:  # all workers' profiles merged: per command of one worker
-            result["worker_top"] = top_functions(pstats.Stats(*dumps), commands * len(dumps), args.top,
-                                                 WAITS["worker"])
+        if dumps:  # all workers' profiles merged: per command of one worker (or per env-step of all)
+            per = worker_per * len(dumps) if args.min_envs is None else worker_per
+            result["worker_top"] = top_functions(pstats.Stats(*dumps), per, args.top, WAITS["worker"])
     return result
+
+
+def steps_loop(env: RLBenchVectorEnv, actions: np.ndarray, calls: int, min_envs: None) -> int:
+    """`calls` full steps; the env-steps they ran."""
+    for _ in range(calls):
+        env.step(actions)
+    return calls * env.num_envs
+
+
+def partial_batches_loop(env: RLBenchVectorEnv, actions: np.ndarray):
+    """A loop of `calls` recv(min_envs) each followed by a send to the envs it returned, after one send to
+    every env (made now); each call of the loop returns the env-steps it sent."""
+    env.send(actions)
+
+    def loop(env: RLBenchVectorEnv, actions: np.ndarray, calls: int, min_envs: int) -> int:
+        sent = 0
+        for _ in range(calls):
+            ids = env.recv(min_envs=min_envs)[4]["env_id"]
+            env.send(actions[: len(ids)], env_ids=ids)
+            sent += len(ids)
+        return sent
+    return loop
 
 
 def read_json(path: str) -> dict[str, Any]:
@@ -171,11 +209,16 @@ def read_json(path: str) -> dict[str, Any]:
 
 
 def print_run(r: dict[str, Any]) -> None:
-    print(f"\n{r['mode']}: {r['workers']} workers, {r['step_us']:.0f} us per step ({r['env_steps_per_s']:,.0f} "
-          f"env-steps/s); main CPU per reply {r['main_user_us_per_reply']:.1f} us user + "
-          f"{r['main_system_us_per_reply']:.1f} us system; worker CPU per command "
-          f"{r['worker_user_us_per_command']:.1f} us user + {r['worker_system_us_per_command']:.1f} us system")
-    for side, per in (("main_top", "reply"), ("worker_top", "command")):
+    print(f"\n{r['mode']}: {r['workers']} workers, {r['step_us']:.0f} us per call ({r['env_steps_per_s']:,.0f} "
+          f"env-steps/s); CPU per env-step: main {r['main_cpu_us_per_env_step']:.1f} us, workers "
+          f"{r['worker_cpu_us_per_env_step']:.1f} us")
+    per_reply = "main_user_us_per_reply" in r
+    if per_reply:
+        print(f"  main CPU per reply {r['main_user_us_per_reply']:.1f} us user + "
+              f"{r['main_system_us_per_reply']:.1f} us system; worker CPU per command "
+              f"{r['worker_user_us_per_command']:.1f} us user + {r['worker_system_us_per_command']:.1f} us system")
+    units = ("reply", "command") if per_reply else ("env-step", "env-step")
+    for side, per in zip(("main_top", "worker_top"), units):
         if side in r:
             top = r[side]
             print(f"  {side.split('_')[0]} side per {per}: {top['working_us_per']:.1f} us working, "
@@ -195,7 +238,7 @@ def main() -> None:
         with open(args.json, "w") as file:
             json.dump({"command": command, "host": platform.node(), "cpus": os.cpu_count(),
                        "python": platform.python_version(), "load_average_1_5_15_min_before": load,
-                       "num_envs": args.num_envs,
+                       "num_envs": args.num_envs, "min_envs": args.min_envs,
                        "envs_per_worker": args.envs_per_worker, "step_cost_s": args.step_cost_s,
                        "image_size": list(args.image_size), "cameras": args.cameras,
                        "modalities": args.modalities, "runs": runs}, file, indent=1)

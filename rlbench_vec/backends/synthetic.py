@@ -140,9 +140,11 @@ class SyntheticBackend(Backend):
         count): all in place, like a simulator rendering."""
         bound = self._bound.get(id(out))
         if bound is None or bound["out"] is not out:
-            bound = self._bound[id(out)] = {**self._classify(out), "out": out}
-        for flat in bound["images"]:
-            flat[:] = self.noise(flat)
+            bound = self._bound[id(out)] = {**self._classify(out), "out": out, "episode": None}
+        if bound["episode"] != self.episode:  # each image's noise looked up once per episode, not per step
+            bound["pairs"], bound["episode"] = [(flat, self.noise(flat)) for flat in bound["images"]], self.episode
+        for flat, values in bound["pairs"]:
+            flat[:] = values
         stamp, value = self.steps % 256, self.steps * 1e-3
         for flat in bound["stamped"]:
             flat[0] = stamp
@@ -154,15 +156,15 @@ class SyntheticBackend(Backend):
             array[...] = value
 
     def noise(self, flat: np.ndarray) -> np.ndarray:
-        """The episode's image content, drawn once per episode and image shape: every output dict of
-        this episode gets the same."""
+        """The episode's image content, drawn once per episode and image shape in the image's dtype (so
+        a step's write is a plain copy, as a renderer's read-back is): every output dict of this episode
+        gets the same."""
         key = (flat.size, flat.dtype.str)
         cached = self._noise.get(key)
         if cached is None or cached[0] != self.episode:
             rng = np.random.default_rng([self.episode_seed, flat.size, flat.dtype.num])
-            values = (
-                rng.integers(0, 256, flat.size, dtype=np.uint8) if flat.dtype == np.uint8 else rng.random(flat.size)
-            )
+            values = (rng.integers(0, 256, flat.size, dtype=np.uint8) if flat.dtype == np.uint8
+                      else rng.random(flat.size).astype(flat.dtype))
             cached = self._noise[key] = (self.episode, values)
         return cached[1]
 
