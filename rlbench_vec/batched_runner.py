@@ -11,7 +11,6 @@ that arrives meanwhile starts its worlds at once: they join at the next control 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,10 +75,8 @@ class BatchedRunner(Runner):
         now = sorted(set(range(m)) - set(active))
         return [self._deliver(flight, now)] if now else []
 
-    def advance(self) -> Iterator[Answer]:
-        """One control step of every world in an action; answer those done, one flight at a time: each
-        answer is sent before the next flight claims its slots (a claim may wait for the main process
-        to take the answers before it, see shm.claim)."""
+    def advance(self) -> list[Answer]:
+        """One control step of every world in an action; answer those done."""
         done, result = self.group.advance(None, control_steps=1)
         self._control_step_s = result.seconds
         finished: dict[int, tuple[Flight, list[int], list[int]]] = {}  # seq -> flight, positions, rows of result
@@ -88,6 +85,7 @@ class BatchedRunner(Runner):
             _, positions, rows = finished.setdefault(flight.seq, (flight, [], []))
             positions.append(p)
             rows.append(j)
+        answers = []
         for flight, positions, rows in finished.values():
             part = GroupStep(result.reward[rows], result.terminated[rows],
                              {i: result.infos[j] for i, j in enumerate(rows) if j in result.infos},
@@ -99,7 +97,8 @@ class BatchedRunner(Runner):
                 self._capture([flight.local[p] for p in positions])
             if ended:
                 self._end(flight.d, ended, flight.local)
-            yield self._deliver(flight, positions)
+            answers.append(self._deliver(flight, positions))
+        return answers
 
     def _deliver(self, flight: Flight, positions: list[int]) -> Answer:
         """Write these positions' results and answer them: OK when they are the flight's last."""

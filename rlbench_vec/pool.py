@@ -117,15 +117,7 @@ class Pool:
         """The next batch: all envs in flight (ordered) or at least min_envs of them in completion
         order. None if the timeout passed first."""
         page, replied = self.buffers.filling, self.table.replied
-        if not ordered:
-            self.buffers.limit_claims(min_envs)
-        arrived = False
-        try:
-            arrived = self.commands.wait_until(lambda: replied[page] >= min_envs, timeout_s)
-        finally:
-            if not arrived and not ordered:
-                self.buffers.limit_claims(0)  # no flip follows: claims go on as between calls
-        if not arrived:
+        if not self.commands.wait_until(lambda: replied[page] >= min_envs, timeout_s):
             return None
         if ordered:  # a full batch: slot = env
             self._flip()

@@ -18,7 +18,6 @@ import fcntl
 import mmap
 import os
 import secrets
-import time
 from dataclasses import dataclass
 from multiprocessing import shared_memory
 
@@ -107,10 +106,7 @@ def sweep_stale_segments() -> list[str]:
     return swept
 
 
-# control[FILLING]: the page that claims go to; control[1 + page]: that page's claimed slots; control[3 + page]:
-# the slots after which no claim starts on that page (0: no limit), set while a recv waits for that many
-FILLING = 0
-CLAIM_RETRY_S = 0.0001
+FILLING = 0  # control[FILLING]: the page that claims go to; control[1 + page]: that page's claimed slots
 
 
 class SharedBuffers:
@@ -146,27 +142,18 @@ class SharedBuffers:
         return {name[cut:]: array for name, array in self.arrays.items() if name.startswith(prefix + "/")}
 
     def claim(self, envs: np.ndarray) -> tuple[int, int]:
-        """Take the next len(envs) slots of the filling page for these envs: (page, first slot). While
-        the page holds as many claims as the recv waiting on it asked for, wait for it to flip: the
-        recv then waits only for those, and this claim goes to the next batch."""
+        """Take the next len(envs) slots of the filling page for these envs: (page, first slot)."""
         control = self.arrays["control"]
-        while True:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
-            try:
-                page = int(control[FILLING])
-                first, limit = int(control[1 + page]), int(control[3 + page])
-                if not limit or first < limit:
-                    # the env ids first, then the count: a holder killed in between leaves no half claim
-                    self.arrays[f"page{page}/env"][first:first + len(envs)] = envs
-                    control[1 + page] = first + len(envs)
-                    return page, first
-            finally:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            time.sleep(CLAIM_RETRY_S)
-
-    def limit_claims(self, slots: int) -> None:
-        """No claim starts on the filling page once it holds `slots` claims (0: no limit)."""
-        self.arrays["control"][3 + self.filling] = slots
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        try:
+            page = int(control[FILLING])
+            first = int(control[1 + page])
+            # the env ids first, then the count: a holder killed in between leaves no half claim
+            self.arrays[f"page{page}/env"][first:first + len(envs)] = envs
+            control[1 + page] = first + len(envs)
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        return page, first
 
     def try_flip(self) -> tuple[int, int] | None:
         """Close the filling page and open the other one, empty: (closed page, its claimed slots).
@@ -179,7 +166,7 @@ class SharedBuffers:
         try:
             page = int(control[FILLING])
             claimed = int(control[1 + page])
-            control[2 - page] = control[4 - page] = 0  # the page that opens: no claims, no limit
+            control[2 - page] = 0
             control[FILLING] = 1 - page
         finally:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)

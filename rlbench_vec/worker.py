@@ -11,7 +11,6 @@ import os
 import select
 import signal
 import traceback
-from collections.abc import Iterable
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
@@ -70,7 +69,7 @@ def serve(fd: int, runner: Runner) -> None:
             runner.reset_one_ahead()
 
 
-def _answer(fd: int, answers: Iterable) -> None:
+def _answer(fd: int, answers: list) -> None:
     for seq, status, records, payload, (at, first, exec_s, write_s) in answers:
         send_reply(fd, seq, status, records, payload, page=at, first=first, exec_s=exec_s, write_s=write_s)
 
