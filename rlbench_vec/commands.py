@@ -77,21 +77,19 @@ class Commands:
         pending = handle.send(command, entries, budget_s, page, k, payload, seeds, encoded=encoded)
         self.earliest = min(self.earliest, pending.deadline)
 
-    def _resets_before_answer(self, handle: WorkerHandle) -> int:
-        """Resets a worker may run before it answers a step: one per env of it whose episode is over
-        (reset now or ahead) and per spare it holds (reset ahead after an episode ended)."""
-        inst_env, over = self.table.inst_env, self.table.over
-        return sum(1 for instance in handle.spec.instances if inst_env[instance] < 0 or over[inst_env[instance]])
-
     def step(self, envs: list[int], k: int, ordered: bool) -> None:
         """Start k actions (already in the actions buffer) for these envs. ordered: each env's result
         goes to its own slot (a full batch); else to the next free slot (a partial batch)."""
         page, vc = self.buffers.filling, self.vc
         batch = self._full_batch() if ordered else [
             (handle, entries, None) for handle, entries in self._group(envs, [CLAIM] * len(envs)).items()]
+        # a worker may run a reset before it answers: one per env of it whose episode is over (reset now
+        # or ahead) and per spare it holds (reset ahead after an episode ended)
+        inst_env, over = self.table.inst_env.tolist(), self.table.over.tolist()
         for handle, entries, encoded in batch:
             steps = 1 if self.steps_in_parallel else len(entries)
-            budget = vc.step_timeout_s * k * steps + vc.reset_timeout_s * self._resets_before_answer(handle)
+            resets = sum(1 for i in handle.spec.instances if inst_env[i] < 0 or over[inst_env[i]])
+            budget = vc.step_timeout_s * k * steps + vc.reset_timeout_s * resets
             self._send(handle, STEP, entries, budget, page, k, encoded=encoded)
 
     def reset(self, envs: list[int], seeds: list, options: list, kinds: list) -> None:

@@ -107,6 +107,7 @@ class FrameReader:
         self.fd = fd
         self.header = header
         self.item = item
+        self.no_items = np.frombuffer(b"", item)  # what a frame without items carries (read-only, like the others)
         self.data = b""
         self.offset = 0
         self.parts: list[bytes] = []  # reads not yet joined to data: a large frame is joined once, when whole
@@ -141,7 +142,7 @@ class FrameReader:
             self.needed = end - start
             return None
         self.offset = end
-        items = np.frombuffer(data, self.item, count, items_at)
+        items = np.frombuffer(data, self.item, count, items_at) if count else self.no_items
         return tuple(fields), items, pickle.loads(memoryview(data)[payload_at:end]) if body else None
 
     def pending(self) -> bool:
@@ -160,7 +161,17 @@ class FrameReader:
 
     def read_available(self) -> list[tuple[tuple, np.ndarray, Any]]:
         """One read, then every whole frame it completed (maybe none)."""
-        self._receive()
+        if self.offset == len(self.data) and not self.parts:  # nothing buffered: the usual case of a step's reply
+            chunk = os.read(self.fd, READ_SIZE)
+            if len(chunk) == self.header.size:  # exactly one frame without items or payload (a plain reply)
+                *fields, count, body = self.header.unpack(chunk)
+                if not count and not body:
+                    return [(tuple(fields), self.no_items, None)]
+            if not chunk:
+                raise EOFError("peer closed the connection")
+            self.data, self.offset, self.needed = chunk, 0, 0
+        else:
+            self._receive()
         frames = []
         while (frame := self._frame()) is not None:
             frames.append(frame)
