@@ -46,8 +46,11 @@ def test_every_peer_counts_the_actions_it_executed(report):
     ran = {r["system"] for r in report["results"]}
     assert {"gymnasium async", "sb3 subproc"} <= ran
     sent = 2 * 16
-    for system in ran:
+    for system in ran - {"pufferlib async"}:
         assert env_steps(report, system, "0 ms") == sent, system  # no episode ends: every action executes
+    if "pufferlib async" in ran:  # its timing starts and ends with a half batch (1 env) in flight, which
+        # PufferLib cannot drain (no recv without a send): exact up to that half batch
+        assert sent - 1 <= env_steps(report, "pufferlib async", "0 ms") <= sent
     # episodes of 10 steps: gymnasium's next-step autoreset spends sends on resets, SB3 resets inside a step
     assert env_steps(report, "gymnasium async", "heavy-tailed") < sent
     assert env_steps(report, "sb3 subproc", "heavy-tailed") == sent
