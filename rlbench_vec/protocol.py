@@ -114,8 +114,8 @@ class FrameReader:
         self.waiting = 0  # their bytes
         self.needed = 0  # bytes past offset the next frame needs (0: not known)
 
-    def _receive(self) -> None:
-        """One read (blocking if nothing is there); EOFError when the peer is gone."""
+    def _receive(self) -> bytes:
+        """One read (blocking if nothing is there), which it returns; EOFError when the peer is gone."""
         have = len(self.data) - self.offset + self.waiting
         chunk = os.read(self.fd, max(READ_SIZE, min(self.needed - have, MAX_READ_SIZE)))
         if not chunk:
@@ -126,6 +126,7 @@ class FrameReader:
             rest = self.data[self.offset:]
             self.data = b"".join([rest, *self.parts]) if rest or len(self.parts) > 1 else chunk
             self.offset, self.parts, self.waiting = 0, [], 0
+        return chunk
 
     def _frame(self) -> tuple[tuple, np.ndarray, Any] | None:
         """The next whole frame in the buffer, or None: (header fields without the sizes, items,
@@ -161,17 +162,12 @@ class FrameReader:
 
     def read_available(self) -> list[tuple[tuple, np.ndarray, Any]]:
         """One read, then every whole frame it completed (maybe none)."""
-        if self.offset == len(self.data) and not self.parts:  # nothing buffered: the usual case of a step's reply
-            chunk = os.read(self.fd, READ_SIZE)
-            if len(chunk) == self.header.size:  # exactly one frame without items or payload (a plain reply)
-                *fields, count, body = self.header.unpack(chunk)
-                if not count and not body:
-                    return [(tuple(fields), self.no_items, None)]
-            if not chunk:
-                raise EOFError("peer closed the connection")
-            self.data, self.offset, self.needed = chunk, 0, 0
-        else:
-            self._receive()
+        chunk = self._receive()
+        if self.data is chunk and len(chunk) == self.header.size:  # the read alone is one header: the usual
+            *fields, count, body = self.header.unpack(chunk)     # plain reply, taken without parsing the buffer
+            if not count and not body:
+                self.offset = len(chunk)
+                return [(tuple(fields), self.no_items, None)]
         frames = []
         while (frame := self._frame()) is not None:
             frames.append(frame)
