@@ -57,17 +57,17 @@ def cpu_since(start: resource.struct_rusage) -> tuple[float, float]:
 
 
 def profiled_serve(serve):
-    """serve(fd, runner) that records the worker's CPU time over its command loop (and, in profile
+    """serve(replies, runner) that records the worker's CPU time over its command loop (and, in profile
     mode, a cProfile of it) into PROFILE_VAR/worker-<pid>.{json,prof} when the loop ends."""
-    def wrapper(fd: int, runner: Any) -> None:
+    def wrapper(replies: Any, runner: Any) -> None:
         folder, mode = os.environ[PROFILE_VAR], os.environ.get(MODE_VAR, "cpu")
         profile = cProfile.Profile() if mode == "profile" else None
         cpu, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
         try:
             if profile is None:
-                serve(fd, runner)
+                serve(replies, runner)
             else:
-                profile.runcall(serve, fd, runner)
+                profile.runcall(serve, replies, runner)
         finally:
             wall, user, system = time.perf_counter() - wall, *cpu_since(cpu)
             path = os.path.join(folder, f"worker-{os.getpid()}")

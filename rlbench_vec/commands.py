@@ -9,11 +9,14 @@ call scans every worker or every env. A worker that dies or misses its deadline 
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import time
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from .envtable import EnvTable
 from .handles import Entry, Pending, WorkerHandle, Workers, encode
@@ -33,6 +36,7 @@ from .protocol import (
     START,
     STEP,
     dumps,
+    read_plain,
     reply,
 )
 from .recycling import Recycler
@@ -85,12 +89,14 @@ class Commands:
             (handle, entries, None) for handle, entries in self._group(envs, [CLAIM] * len(envs)).items()]
         # a worker may run a reset before it answers: one per env of it whose episode is over (reset now
         # or ahead) and per spare it holds (reset ahead after an episode ended)
-        inst_env, over = self.table.inst_env.tolist(), self.table.over.tolist()
+        table, of_instance = self.table, self.workers.of_instance
+        due = np.concatenate([np.flatnonzero(table.inst_env < 0), table.env_inst[table.over]]).tolist()
+        resets = collections.Counter(of_instance[i] for i in due)
+        step_s, reset_s, earliest = vc.step_timeout_s * k, vc.reset_timeout_s, self.earliest
         for handle, entries, encoded in batch:
-            steps = 1 if self.steps_in_parallel else len(entries)
-            resets = sum(1 for i in handle.spec.instances if inst_env[i] < 0 or over[inst_env[i]])
-            budget = vc.step_timeout_s * k * steps + vc.reset_timeout_s * resets
-            self._send(handle, STEP, entries, budget, page, k, encoded=encoded)
+            budget = step_s * (1 if self.steps_in_parallel else len(entries)) + reset_s * resets[handle]
+            earliest = min(earliest, handle.send(STEP, entries, budget, page, k, encoded=encoded).deadline)
+        self.earliest = earliest
 
     def reset(self, envs: list[int], seeds: list, options: list, kinds: list) -> None:
         """Reset these envs (a full batch, each to its own slot): seeds, options and kinds per env."""
@@ -124,8 +130,12 @@ class Commands:
         if timeout_s is not None:
             wait = min(wait, timeout_s)
         started = []
-        for handle in self.workers.poller.wait(wait):
-            started.extend(self._read(handle))
+        ready = self.workers.poller.wait(wait)
+        if ready:  # the pipe first: a worker's plain replies there came before anything on its socket
+            self._read_plain()
+        for handle in ready:
+            if handle is not None:
+                started.extend(self._read(handle))
         if time.monotonic() >= self.earliest:
             self._enforce_deadlines()
         if self.workers.retired:
@@ -145,6 +155,18 @@ class Commands:
             if handle.pending:
                 earliest = min(earliest, handle.pending[0].deadline)
         self.earliest = earliest
+
+    def _read_plain(self) -> None:
+        """Take in the plain replies on the shared pipe; those of a process since replaced are dropped
+        (its restart answered their envs)."""
+        now, by_number, settle = time.monotonic(), self.workers.by_number, self.table.settle_plain
+        for number, generation, seq, page, _first, exec_s, write_s in read_plain(self.workers.plain_fd):
+            handle = by_number.get(number)
+            if handle is None or handle.restarts != generation or not handle.pending:
+                continue
+            queue = handle.pending
+            pending = queue.popleft() if queue and queue[0].seq == seq else _take_in_flight(handle, seq)
+            settle(pending, page, exec_s, write_s, now - pending.sent_at)
 
     def _read(self, handle: WorkerHandle) -> list[WorkerHandle]:
         """Take in the replies that arrived from this worker, or its death."""
@@ -181,8 +203,6 @@ class Commands:
             elif answer.status == FAILED:
                 self.restarts.restart(handle, f"the worker failed: {answer.payload[0]}\n{answer.payload[1]}")
                 return started
-            elif pending.command == STEP and not len(answer.records):
-                self.table.settle_plain(pending, answer, time.monotonic() - pending.sent_at)
             else:
                 records = answer.records
                 if pending.command == RESET and any(row[SLOT] < 0 and int(row[FLAGS]) & ERROR for row in records):
@@ -202,6 +222,12 @@ class Commands:
         if "pages" in facts and self.on_device_pages is not None:
             self.on_device_pages(facts["pages"])
         os.unlink(handle.boot_log)
+
+
+def _take_in_flight(handle: WorkerHandle, seq: int) -> Pending:
+    pending = _in_flight(handle, seq)
+    handle.pending.remove(pending)
+    return pending
 
 
 def _in_flight(handle: WorkerHandle, seq: int) -> Pending:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .handles import Pending
-from .protocol import CALL, EPISODE_OVER, ERROR, HAS_PAYLOAD, RESTARTED, STEP, Reply
+from .protocol import CALL, EPISODE_OVER, ERROR, HAS_PAYLOAD, RESTARTED, STEP
 
 IDLE, RUNNING, DONE = 0, 1, 2
 ACCOUNTS = ("exec_s", "write_s", "reset_s", "ipc_s", "steps", "resets", "restarts", "recycles", "errors")
@@ -75,13 +75,13 @@ class EnvTable:
         return np.flatnonzero(self.phase == DONE)
 
     # ------------------------------------------------------------------ replies
-    def settle_plain(self, pending: Pending, reply: Reply, round_trip: float) -> None:
+    def settle_plain(self, pending: Pending, page: int, exec_s: float, write_s: float, round_trip: float) -> None:
         """A plain reply: every env of the step ran its k actions, nothing to report; results at
-        their destinations (or claimed slots) on the reply's page."""
+        their destinations (or claimed slots) on the reply's page, the worker's seconds for them all."""
         envs = pending.envs
         m = len(envs)
-        exec_s, write_s = reply.exec_s / m, reply.write_s / m
-        ipc = max(0.0, round_trip - reply.exec_s - reply.write_s) / m
+        ipc = max(0.0, round_trip - exec_s - write_s) / m
+        exec_s, write_s = exec_s / m, write_s / m
         phase, flags, over, accounts, k = self.phase, self.flags, self.over, self.accounts, pending.k
         for env in envs:
             phase[env] = DONE
@@ -92,7 +92,7 @@ class EnvTable:
             account[A_WRITE] += write_s
             account[A_IPC] += ipc
             account[A_STEPS] += k
-        self.replied[reply.page] += m
+        self.replied[page] += m
 
     def settle_records(self, pending: Pending, records: np.ndarray, payload: dict | None, round_trip: float) -> None:
         """A reply with records: each answered env becomes DONE, with its result's place and reports."""

@@ -2,12 +2,15 @@
 commands in flight), the registry of handles and instances, and one poll set over all of them.
 
 Instances are simulator instances, numbered globally; worker w runs a contiguous range of them.
-`Workers` spawns a worker for a range and remembers, per instance, its worker and local index.
+`Workers` spawns a worker for a range and remembers, per instance, its worker and local index. It
+also holds the pipe that every worker writes its plain replies to (see protocol).
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
+import fcntl
 import math
 import os
 import select
@@ -28,6 +31,8 @@ from .shm import SharedBuffers
 from .worker import worker_main
 
 CLOSE_TIMEOUT_S = 10.0
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+PLAIN_PIPE_BYTES = 1 << 20  # Linux's limit for an unprivileged process
 Entry = tuple[int, int, int]  # (local instance, env, dest): one row of protocol.ENTRY
 
 
@@ -54,12 +59,13 @@ class Pending:
 
 
 class Poller:
-    """One persistent poll set over every worker's socket and process sentinel: a wait is one
-    system call, however many workers there are."""
+    """One persistent poll set over every worker's socket and process sentinel, and the shared pipe
+    of plain replies (owner None): a wait is one system call, however many workers there are."""
 
-    def __init__(self) -> None:
+    def __init__(self, plain_fd: int) -> None:
         self._poll = select.poll()
-        self._owners: dict[int, WorkerHandle] = {}
+        self._poll.register(plain_fd, select.POLLIN)
+        self._owners: dict[int, WorkerHandle | None] = {plain_fd: None}
 
     def add(self, handle: WorkerHandle) -> None:
         for fd in (handle.fd, handle.process.sentinel):
@@ -71,8 +77,8 @@ class Poller:
             self._poll.unregister(fd)
             del self._owners[fd]
 
-    def wait(self, timeout_s: float) -> list[WorkerHandle]:
-        """The workers with something to read (or dead); [] on timeout."""
+    def wait(self, timeout_s: float) -> list[WorkerHandle | None]:
+        """The workers with something to read (or dead), None for the plain replies' pipe; [] on timeout."""
         events = self._poll.poll(math.ceil(min(timeout_s, 3600.0) * 1000))
         if len(events) == 1:
             return [self._owners[events[0][0]]]
@@ -82,8 +88,9 @@ class Poller:
 class WorkerHandle:
     """One worker process: its socket, its queue of commands in flight, its instances."""
 
-    def __init__(self, spec: WorkerSpec, boot_prefix: str, poller: Poller, environ: dict[str, str]):
+    def __init__(self, spec: WorkerSpec, boot_prefix: str, poller: Poller, environ: dict[str, str], plain_conn: Any):
         self.poller = poller
+        self.plain_conn = plain_conn  # the write end of the plain replies' pipe, passed to each process
         self.environ = environ  # the backend's variables for the spawned process
         self.spec = spec
         self.instances = np.asarray(spec.instances, np.int64)
@@ -111,9 +118,9 @@ class WorkerHandle:
     def start(self, timeout_s: float) -> None:
         parent_conn, child_conn = SPAWN.Pipe(duplex=True)
         self.boot_log = f"{self.boot_prefix}{self.spec.worker_index}-{self.restarts}"
-        spec = replace(self.spec, parent_pid=os.getpid(),
+        spec = replace(self.spec, parent_pid=os.getpid(), generation=self.restarts,
                        parent_is_main_thread=threading.current_thread() is threading.main_thread())
-        process = SPAWN.Process(target=worker_main, args=(spec, child_conn),
+        process = SPAWN.Process(target=worker_main, args=(spec, child_conn, self.plain_conn),
                                 name=f"rlbench_vec-worker-{spec.worker_index}", daemon=True)
         with child_environment(self.boot_log, self.environ):
             process.start()
@@ -171,7 +178,13 @@ class Workers:
                  environ: dict[str, str]):
         self.config, self.vc, self.buffers = config, vc, buffers
         self.boot_prefix, self.environ = boot_prefix, environ
-        self.poller = Poller()
+        self.plain_reader, self.plain_writer = SPAWN.Pipe(duplex=False)
+        self.plain_fd = self.plain_reader.fileno()
+        os.set_blocking(self.plain_fd, False)
+        with contextlib.suppress(OSError):  # room for every env's reply, so no worker waits on a slow reader
+            fcntl.fcntl(self.plain_fd, F_SETPIPE_SZ, PLAIN_PIPE_BYTES)
+        self.poller = Poller(self.plain_fd)
+        self.by_number: dict[int, WorkerHandle] = {}
         self.serving: list[WorkerHandle] = []
         self.retired: list[WorkerHandle] = []
         self.next_index = 0  # never reused: a recycled worker's number must not collide with a live one
@@ -200,7 +213,8 @@ class Workers:
             autoreset_mode=vc.autoreset_mode, eager_reset=vc.eager_reset, display=display,
             cpu_affinity=None if cpus is None else cpus[index % len(cpus)], video=vc.video,
         )
-        handle = WorkerHandle(spec, self.boot_prefix, self.poller, self.environ)
+        handle = WorkerHandle(spec, self.boot_prefix, self.poller, self.environ, self.plain_writer)
+        self.by_number[index] = handle
         self.serving.append(handle)
         self.of_instance.extend([handle] * len(instances))
         self.local = np.concatenate([self.local, np.arange(len(instances))])
@@ -210,10 +224,15 @@ class Workers:
     def retire(self, handle: WorkerHandle) -> None:
         """Out of service: told to close; its exit is expected (nothing restarts it) and reaped later."""
         self.serving.remove(handle)
+        del self.by_number[handle.spec.worker_index]  # idle: no plain reply of it is on the way
         self.retired.append(handle)
         if handle.process is not None and handle.process.is_alive():
             handle.close_when_idle(CLOSE_TIMEOUT_S)
         self.poller.remove(handle)
+
+    def close_pipe(self) -> None:
+        self.plain_reader.close()
+        self.plain_writer.close()
 
     @property
     def pids(self) -> list[int]:

@@ -196,6 +196,7 @@ class Pool:
             handle.kill()
             handle.process = None
             forget_display(handle)
+        self.workers.close_pipe()
         for path in glob.glob(glob.escape(self.boot_prefix) + "*"):
             os.unlink(path)
 

@@ -7,9 +7,12 @@ episode ended, its timings) and a pickled payload (infos, errors, call results).
 observations, rewards and flags travel through shared memory, so a step's frames are a few dozen
 bytes each way and nothing is pickled on the fast path.
 
-A *plain* reply (no records) answers a step whose envs all ran their k actions with nothing to
-report: each result lies at its entry's destination, or, for claimed slots, at `first` + its
-position in the command, on the reply's page. The main process settles it from the command it sent.
+A *plain* reply answers a step whose envs all ran their k actions with nothing to report: each
+result lies at its entry's destination, or, for claimed slots, at `first` + its position in the
+command, on the reply's page. The main process settles it from the command it sent. Plain replies
+do not take the worker's socket: every worker writes them to one pipe shared by the pool, each in a
+single write under PIPE_BUF (so writers never interleave), and the main process takes in all the
+replies that arrived with one read.
 """
 
 from __future__ import annotations
@@ -59,6 +62,12 @@ READ_SIZE = 1 << 16
 MAX_READ_SIZE = 1 << 24  # one read of a large frame's rest: a demo's images are megabytes
 
 
+# A plain reply on the shared pipe: the worker's number and how many times it was restarted (a
+# replaced process's late replies are dropped), seq, page, first claimed slot, exec and write seconds.
+PLAIN_REPLY = struct.Struct("<IIIBxxxidd")
+PLAIN_READ_SIZE = PLAIN_REPLY.size * 4096  # whole replies only: each write is one, and a read takes whole writes
+
+
 class Reply(NamedTuple):
     seq: int
     status: int
@@ -99,6 +108,21 @@ def send_reply(fd: int, seq: int, status: int, records: np.ndarray = NO_RECORDS,
     _write_all(fd, header + records.tobytes() + body)
 
 
+def send_plain(fd: int, worker: int, generation: int, seq: int, page: int, first: int, exec_s: float,
+               write_s: float) -> None:
+    os.write(fd, PLAIN_REPLY.pack(worker, generation, seq, page, first, exec_s, write_s))
+
+
+def read_plain(fd: int) -> list[tuple[int, int, int, int, int, float, float]]:
+    """Every plain reply waiting on the shared pipe (fd non-blocking): (worker, generation, seq,
+    page, first, exec_s, write_s)."""
+    try:
+        data = os.read(fd, PLAIN_READ_SIZE)
+    except BlockingIOError:
+        return []
+    return list(PLAIN_REPLY.iter_unpack(data))
+
+
 class FrameReader:
     """Whole frames from a stream socket. Bytes of a frame not yet complete wait in the buffer:
     several commands may be queued to one worker, and their replies can arrive in one read."""
@@ -114,8 +138,8 @@ class FrameReader:
         self.waiting = 0  # their bytes
         self.needed = 0  # bytes past offset the next frame needs (0: not known)
 
-    def _receive(self) -> bytes:
-        """One read (blocking if nothing is there), which it returns; EOFError when the peer is gone."""
+    def _receive(self) -> None:
+        """One read (blocking if nothing is there); EOFError when the peer is gone."""
         have = len(self.data) - self.offset + self.waiting
         chunk = os.read(self.fd, max(READ_SIZE, min(self.needed - have, MAX_READ_SIZE)))
         if not chunk:
@@ -126,7 +150,6 @@ class FrameReader:
             rest = self.data[self.offset:]
             self.data = b"".join([rest, *self.parts]) if rest or len(self.parts) > 1 else chunk
             self.offset, self.parts, self.waiting = 0, [], 0
-        return chunk
 
     def _frame(self) -> tuple[tuple, np.ndarray, Any] | None:
         """The next whole frame in the buffer, or None: (header fields without the sizes, items,
@@ -162,12 +185,7 @@ class FrameReader:
 
     def read_available(self) -> list[tuple[tuple, np.ndarray, Any]]:
         """One read, then every whole frame it completed (maybe none)."""
-        chunk = self._receive()
-        if self.data is chunk and len(chunk) == self.header.size:  # the read alone is one header: the usual
-            *fields, count, body = self.header.unpack(chunk)     # plain reply, taken without parsing the buffer
-            if not count and not body:
-                self.offset = len(chunk)
-                return [(tuple(fields), self.no_items, None)]
+        self._receive()
         frames = []
         while (frame := self._frame()) is not None:
             frames.append(frame)

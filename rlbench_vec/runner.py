@@ -60,6 +60,7 @@ class WorkerSpec:
     cpu_affinity: tuple[int, ...] | None = None
     video: VideoConfig | None = None
     parent_pid: int = 0
+    generation: int = 0  # restarts of this worker before this process: tags its plain replies
     parent_is_main_thread: bool = True
 
 

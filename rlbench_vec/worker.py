@@ -14,21 +14,49 @@ import traceback
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
+import numpy as np
+
 from .backends import backend_class
 from .backends.base import EnvGroup, failure
 from .batched_runner import BatchedRunner
 from .display import open_display
 from .process import die_with_parent, release_boot_output
-from .protocol import CALL, CLOSE, FAILED, OK, RESET, STEP, command_reader, send_reply
+from .protocol import CALL, CLOSE, FAILED, OK, RESET, STEP, command_reader, send_plain, send_reply
 from .runner import Runner, WorkerSpec
 from .shm import SharedBuffers
 from .spec import observation_spec
 
 
-def serve(fd: int, runner: Runner) -> None:
+class Replies:
+    """Where a worker's replies go: its socket, or, for a plain reply to a step, the pipe that every
+    worker of the pool shares (see protocol)."""
+
+    def __init__(self, fd: int, plain_fd: int, spec: WorkerSpec):
+        self.fd, self.plain_fd, self.worker, self.generation = fd, plain_fd, spec.worker_index, spec.generation
+
+    def step(self, seq: int, status: int, records: np.ndarray, payload: Any, where: tuple) -> None:
+        """A step's answer: plain (no records, nothing to report) on the shared pipe, else on the socket."""
+        at, first, exec_s, write_s = where
+        if status == OK and not len(records) and payload is None:
+            send_plain(self.plain_fd, self.worker, self.generation, seq, at, first, exec_s, write_s)
+        else:
+            send_reply(self.fd, seq, status, records, payload, page=at, first=first, exec_s=exec_s, write_s=write_s)
+
+    def other(self, seq: int, records: np.ndarray, payload: Any, where: tuple) -> None:
+        """The answer to a reset or a call: always on the socket."""
+        at, first, exec_s, write_s = where
+        send_reply(self.fd, seq, OK, records, payload, page=at, first=first, exec_s=exec_s, write_s=write_s)
+
+    def steps(self, answers: list) -> None:
+        for seq, status, records, payload, where in answers:
+            self.step(seq, status, records, payload, where)
+
+
+def serve(replies: Replies, runner: Runner) -> None:
     """Answer commands until CLOSE or until the main process hangs up. Between commands, reset the
     instances whose episode ended (eager reset), one at a time, while no command waits. A batched
     group's partial steps (BatchedRunner) advance a control step at a time while no command waits."""
+    fd = replies.fd
     reader = command_reader(fd)
     eager = runner.spec.eager_reset and runner.next_step
     batched = runner if isinstance(runner, BatchedRunner) else None
@@ -36,7 +64,7 @@ def serve(fd: int, runner: Runner) -> None:
     while True:
         if batched is not None and batched.flights and not waiting(batched.patience_s()):
             try:
-                _answer(fd, batched.advance())
+                replies.steps(batched.advance())
             except Exception as error:  # the simulator's state is lost: the main process replaces this worker
                 send_reply(fd, min(batched.flights), FAILED, payload=failure(error))
                 return
@@ -50,32 +78,27 @@ def serve(fd: int, runner: Runner) -> None:
             return
         try:
             if batched is not None and command == STEP and batched.takes_partial(k, entries):
-                _answer(fd, batched.start_step(seq, page, entries))
+                replies.steps(batched.start_step(seq, page, entries))
                 continue
             while batched is not None and batched.flights:  # any other command comes after the steps in flight
-                _answer(fd, batched.advance())
+                replies.steps(batched.advance())
             if command == STEP:
-                records, out, (at, first, exec_s, write_s) = runner.step(page, k, entries)
+                replies.step(seq, OK, *runner.step(page, k, entries))
             elif command == RESET:
-                records, out, (at, first, exec_s, write_s) = runner.reset(page, entries, payload)
+                replies.other(seq, *runner.reset(page, entries, payload))
             elif command == CALL:
-                records, out, (at, first, exec_s, write_s) = runner.call(entries, payload)
+                replies.other(seq, *runner.call(entries, payload))
             else:
                 raise ValueError(f"unexpected command {command!r}")
-            send_reply(fd, seq, OK, records, out, page=at, first=first, exec_s=exec_s, write_s=write_s)
         except Exception as error:  # a fault of the worker itself: the main process replaces it
             send_reply(fd, seq, FAILED, payload=failure(error))
         while eager and runner.ahead and not waiting(0):
             runner.reset_one_ahead()
 
 
-def _answer(fd: int, answers: list) -> None:
-    for seq, status, records, payload, (at, first, exec_s, write_s) in answers:
-        send_reply(fd, seq, status, records, payload, page=at, first=first, exec_s=exec_s, write_s=write_s)
-
-
-def worker_main(spec: WorkerSpec, conn) -> None:
-    """Entry point of a spawned worker process."""
+def worker_main(spec: WorkerSpec, conn, plain_conn) -> None:
+    """Entry point of a spawned worker process. conn: its socket to the main process; plain_conn:
+    the write end of the pool's pipe for plain replies."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     display = runner = device_pages = None
     group: EnvGroup | None = None
@@ -108,7 +131,7 @@ def worker_main(spec: WorkerSpec, conn) -> None:
     send_reply(fd, 0, OK, payload=facts, pickled=pickled)
     release_boot_output()
     try:
-        serve(fd, runner)
+        serve(Replies(fd, plain_conn.fileno(), spec), runner)
     finally:
         _shutdown(runner, display)
 
