@@ -234,7 +234,8 @@ def main() -> None:
     for result in runs:
         print_run(result)
     if args.json:
-        command = "PYTHONPATH=. python benchmarks/profile_engine.py " + " ".join(sys.argv[1:])
+        package = os.path.dirname(os.path.dirname(os.path.abspath(rlbench_vec.worker.__file__)))
+        command = f"PYTHONPATH={os.path.relpath(package)} python benchmarks/profile_engine.py " + " ".join(sys.argv[1:])
         with open(args.json, "w") as file:
             json.dump({"command": command, "host": platform.node(), "cpus": os.cpu_count(),
                        "python": platform.python_version(), "load_average_1_5_15_min_before": load,

@@ -56,6 +56,8 @@ class Commands:
         self.earliest = math.inf  # no deadline is earlier than this (it may be an answered command's)
         self._full: Batch | None = None  # each worker's entries of a full batch, kept until an env moves
         self._full_moves = -1
+        self._routes: list[tuple[WorkerHandle, Entry, bytes]] = []  # per env, kept until an env moves
+        self._routes_moves = -1
 
     # ------------------------------------------------------------------ sending
     def _group(self, envs: list[int], dests: list[int]) -> dict[WorkerHandle, list[Entry]]:
@@ -75,6 +77,26 @@ class Commands:
             self._full_moves = self.table.moves
         return self._full
 
+    def _claims(self, envs: list[int]) -> Batch:
+        """Each worker's entries for these envs (in the order given), each result to a claimed slot:
+        made from every env's worker, entry and entry bytes, kept until an env moves."""
+        if self._routes_moves != self.table.moves:
+            everyone = list(range(self.table.num_envs))
+            self._routes = [(handle, entry, encode([entry])) for handle, entries
+                            in self._group(everyone, [CLAIM] * len(everyone)).items() for entry in entries]
+            self._routes.sort(key=lambda route: route[1][1])
+            self._routes_moves = self.table.moves
+        groups: dict[WorkerHandle, tuple[list[Entry], list[int], list[bytes]]] = {}
+        for env in envs:
+            handle, entry, data = self._routes[env]
+            if (group := groups.get(handle)) is None:
+                groups[handle] = ([entry], [env], [data])
+            else:
+                group[0].append(entry)
+                group[1].append(env)
+                group[2].append(data)
+        return [(handle, entries, (ids, b"".join(parts))) for handle, (entries, ids, parts) in groups.items()]
+
     def _send(self, handle: WorkerHandle, command: int, entries: list[Entry], budget_s: float, page: int = 0,
               k: int = 0, payload: bytes = b"", seeds: list | None = None,
               encoded: tuple[list[int], bytes] | None = None) -> None:
@@ -85,8 +107,7 @@ class Commands:
         """Start k actions (already in the actions buffer) for these envs. ordered: each env's result
         goes to its own slot (a full batch); else to the next free slot (a partial batch)."""
         page, vc = self.buffers.filling, self.vc
-        batch = self._full_batch() if ordered else [
-            (handle, entries, None) for handle, entries in self._group(envs, [CLAIM] * len(envs)).items()]
+        batch = self._full_batch() if ordered else self._claims(envs)
         # a worker may run a reset before it answers: one per env of it whose episode is over (reset now
         # or ahead) and per spare it holds (reset ahead after an episode ended)
         table, of_instance = self.table, self.workers.of_instance

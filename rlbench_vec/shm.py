@@ -10,6 +10,12 @@ either names each env's slot (a full batch: slot = env id) or lets the worker cl
 slot of the filling page when its results are ready, so partial batches fill a page in completion
 order and come back as one contiguous block. Claims and page flips take an flock on the segment
 (released by the kernel if its holder dies) and touch three integers of the `control` array.
+
+Memory is committed up front: the block is allocated when it is created (so /dev/shm running out is
+an error at start, not a SIGBUS in a worker later), and a worker maps it with its page tables filled
+(up to POPULATE_LIMIT), so the first write into a slot costs no page faults. Partial batches write
+each env's results to whichever slot it claims, and a worker's first write into each of the slots
+otherwise faulted in every 4 KiB page of it (about 0.5 ms per observation slot on a 2-core VM).
 """
 
 from __future__ import annotations
@@ -23,9 +29,12 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
+from .errors import ConfigError
+
 PREFIX = "rlbv"
 SHM_DIR = "/dev/shm"
 ALIGN = 64  # cache-line aligned arrays: no false sharing between neighbouring envs' rows
+POPULATE_LIMIT = 1 << 30  # larger blocks are mapped lazily: filled page tables would cost each worker MBs
 
 
 @dataclass(frozen=True)
@@ -125,13 +134,25 @@ class SharedBuffers:
         fields, size = plan_fields(arrays)
         name = segment_name(secrets.token_hex(6))
         block = shared_memory.SharedMemory(name=name, create=True, size=size)
+        fd = os.open(os.path.join(SHM_DIR, name), os.O_RDWR)
+        try:
+            os.posix_fallocate(fd, 0, size)
+        except OSError as error:
+            block.close()
+            block.unlink()
+            raise ConfigError(f"{SHM_DIR} has no room for the {size / 2**30:.2f} GiB shared-memory block "
+                              f"({error.strerror}): use fewer envs or smaller observations, or give {SHM_DIR} "
+                              "more room (Docker: --shm-size).") from None
+        finally:
+            os.close(fd)
         return cls(name, fields, block.buf, block)
 
     @classmethod
     def attach(cls, name: str, fields: list[Field]) -> SharedBuffers:
         fd = os.open(os.path.join(SHM_DIR, name), os.O_RDWR)
+        size = os.fstat(fd).st_size
         try:
-            mapping = mmap.mmap(fd, 0)
+            mapping = mmap.mmap(fd, 0, flags=mmap.MAP_SHARED | (mmap.MAP_POPULATE if size <= POPULATE_LIMIT else 0))
         finally:
             os.close(fd)
         return cls(name, fields, mapping, None)

@@ -4,11 +4,14 @@ segments whose owner died."""
 from __future__ import annotations
 
 import os
+import resource
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from rlbench_vec import shm
+from rlbench_vec.errors import ConfigError
 
 
 def block() -> shm.SharedBuffers:
@@ -56,3 +59,25 @@ def test_segments_and_boot_logs_of_dead_owners_are_swept():
         Path(shm.SHM_DIR, name).write_bytes(b"x")
     swept = shm.sweep_stale_segments()
     assert set(names) <= set(swept) and not any(Path(shm.SHM_DIR, n).exists() for n in names)
+
+
+def test_a_block_larger_than_the_free_shared_memory_fails_at_creation_and_leaves_nothing():
+    stat = os.statvfs(shm.SHM_DIR)
+    too_big = stat.f_bavail * stat.f_frsize + (1 << 30)  # a sparse file could be this large; its pages cannot
+    before = set(os.listdir(shm.SHM_DIR))
+    with pytest.raises(ConfigError, match="no room for the .* shared-memory block"):
+        shm.SharedBuffers.create({"obs": ((too_big,), np.dtype(np.uint8)), "control": ((3,), np.dtype(np.int64))})
+    assert set(os.listdir(shm.SHM_DIR)) == before
+
+
+def test_a_worker_maps_the_block_with_its_pages_present():
+    layout = {"obs": ((8, 1 << 20), np.dtype(np.uint8)), "control": ((3,), np.dtype(np.int64))}
+    buffers = shm.SharedBuffers.create(layout)
+    worker = shm.SharedBuffers.attach(buffers.name, buffers.fields)
+    try:
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        worker.arrays["obs"][:] = 1  # 8 MiB: 2,048 pages of 4 KiB, none of them faulted in by this write
+        assert resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults < 64
+    finally:
+        worker.close()
+        buffers.unlink()
