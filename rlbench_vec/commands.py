@@ -9,7 +9,6 @@ call scans every worker or every env. A worker that dies or misses its deadline 
 
 from __future__ import annotations
 
-import collections
 import math
 import os
 import time
@@ -98,9 +97,8 @@ class Commands:
         return [(handle, entries, (ids, b"".join(parts))) for handle, (entries, ids, parts) in groups.items()]
 
     def _send(self, handle: WorkerHandle, command: int, entries: list[Entry], budget_s: float, page: int = 0,
-              k: int = 0, payload: bytes = b"", seeds: list | None = None,
-              encoded: tuple[list[int], bytes] | None = None) -> None:
-        pending = handle.send(command, entries, budget_s, page, k, payload, seeds, encoded=encoded)
+              k: int = 0, payload: bytes = b"", seeds: list | None = None) -> None:
+        pending = handle.send(command, entries, budget_s, page, k, payload, seeds)
         self.earliest = min(self.earliest, pending.deadline)
 
     def step(self, envs: list[int], k: int, ordered: bool) -> None:
@@ -112,10 +110,12 @@ class Commands:
         # or ahead) and per spare it holds (reset ahead after an episode ended)
         table, of_instance = self.table, self.workers.of_instance
         due = np.concatenate([np.flatnonzero(table.inst_env < 0), table.env_inst[table.over]]).tolist()
-        resets = collections.Counter(of_instance[i] for i in due)
+        resets: dict[WorkerHandle, int] = {}
+        for instance in due:
+            resets[of_instance[instance]] = resets.get(of_instance[instance], 0) + 1
         step_s, reset_s, earliest = vc.step_timeout_s * k, vc.reset_timeout_s, self.earliest
         for handle, entries, encoded in batch:
-            budget = step_s * (1 if self.steps_in_parallel else len(entries)) + reset_s * resets[handle]
+            budget = step_s * (1 if self.steps_in_parallel else len(entries)) + reset_s * resets.get(handle, 0)
             earliest = min(earliest, handle.send(STEP, entries, budget, page, k, encoded=encoded).deadline)
         self.earliest = earliest
 
