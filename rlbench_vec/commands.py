@@ -186,7 +186,7 @@ class Commands:
             if handle is None or handle.restarts != generation or not handle.pending:
                 continue
             queue = handle.pending
-            pending = queue.popleft() if queue and queue[0].seq == seq else _take_in_flight(handle, seq)
+            pending = queue.popleft() if queue[0].seq == seq else _take_in_flight(handle, seq)
             settle(pending, page, exec_s, write_s, now - pending.sent_at)
 
     def _read(self, handle: WorkerHandle) -> list[WorkerHandle]:
