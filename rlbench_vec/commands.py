@@ -97,8 +97,9 @@ class Commands:
         return [(handle, entries, (ids, b"".join(parts))) for handle, (entries, ids, parts) in groups.items()]
 
     def _send(self, handle: WorkerHandle, command: int, entries: list[Entry], budget_s: float, page: int = 0,
-              k: int = 0, payload: bytes = b"", seeds: list | None = None) -> None:
-        pending = handle.send(command, entries, budget_s, page, k, payload, seeds)
+              k: int = 0, payload: bytes = b"", seeds: list | None = None,
+              encoded: tuple[list[int], bytes] | None = None) -> None:
+        pending = handle.send(command, entries, budget_s, page, k, payload, seeds, encoded=encoded)
         self.earliest = min(self.earliest, pending.deadline)
 
     def step(self, envs: list[int], k: int, ordered: bool) -> None:
@@ -113,11 +114,10 @@ class Commands:
         resets: dict[WorkerHandle, int] = {}
         for instance in due:
             resets[of_instance[instance]] = resets.get(of_instance[instance], 0) + 1
-        step_s, reset_s, earliest = vc.step_timeout_s * k, vc.reset_timeout_s, self.earliest
         for handle, entries, encoded in batch:
-            budget = step_s * (1 if self.steps_in_parallel else len(entries)) + reset_s * resets.get(handle, 0)
-            earliest = min(earliest, handle.send(STEP, entries, budget, page, k, encoded=encoded).deadline)
-        self.earliest = earliest
+            steps = 1 if self.steps_in_parallel else len(entries)
+            budget = vc.step_timeout_s * k * steps + vc.reset_timeout_s * resets.get(handle, 0)
+            self._send(handle, STEP, entries, budget, page, k, encoded=encoded)
 
     def reset(self, envs: list[int], seeds: list, options: list, kinds: list) -> None:
         """Reset these envs (a full batch, each to its own slot): seeds, options and kinds per env."""
