@@ -15,7 +15,7 @@ Memory is committed up front: the block is allocated when it is created (so /dev
 an error at start, not a SIGBUS in a worker later), and a worker maps it with its page tables filled
 (up to POPULATE_LIMIT), so the first write into a slot costs no page faults. Partial batches write
 each env's results to whichever slot it claims, and a worker's first write into each of the slots
-otherwise faulted in every 4 KiB page of it (about 0.5 ms per observation slot on a 2-core VM).
+otherwise faulted in every 4 KiB page of it (benchmarks/first_write.py measures what that costs).
 """
 
 from __future__ import annotations
