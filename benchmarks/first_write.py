@@ -51,7 +51,7 @@ def main() -> None:
         fd = os.open(os.path.join(shm.SHM_DIR, owner.name), os.O_RDWR)
         lazy = mmap.mmap(fd, 0)
         os.close(fd)
-        offset = owner.fields[[f.name for f in owner.fields].index("obs")].offset
+        offset = next(field.offset for field in owner.fields if field.name == "obs")
         lazy_slots = np.frombuffer(lazy, np.uint8, args.slots * size, offset).reshape(args.slots, size)
         lazy_first, lazy_again = write_us(lazy_slots, source)
         worker = shm.SharedBuffers.attach(owner.name, owner.fields)
