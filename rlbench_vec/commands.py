@@ -97,27 +97,39 @@ class Commands:
         return [(handle, entries, (ids, b"".join(parts))) for handle, (entries, ids, parts) in groups.items()]
 
     def _send(self, handle: WorkerHandle, command: int, entries: list[Entry], budget_s: float, page: int = 0,
-              k: int = 0, payload: bytes = b"", seeds: list | None = None,
-              encoded: tuple[list[int], bytes] | None = None) -> None:
-        pending = handle.send(command, entries, budget_s, page, k, payload, seeds, encoded=encoded)
+              k: int = 0, payload: bytes = b"", seeds: list | None = None) -> None:
+        pending = handle.send(command, entries, budget_s, page, k, payload, seeds)
         self.earliest = min(self.earliest, pending.deadline)
 
-    def step(self, envs: list[int], k: int, ordered: bool) -> None:
+    def step(self, envs: np.ndarray, k: int, ordered: bool) -> None:
         """Start k actions (already in the actions buffer) for these envs. ordered: each env's result
-        goes to its own slot (a full batch); else to the next free slot (a partial batch)."""
+        goes to its own slot (a full batch of every env); else to the next free slot (a partial batch)."""
         page, vc = self.buffers.filling, self.vc
-        batch = self._full_batch() if ordered else self._claims(envs)
-        # a worker may run a reset before it answers: one per env of it whose episode is over (reset now
-        # or ahead) and per spare it holds (reset ahead after an episode ended)
+        batch = self._full_batch() if ordered else self._claims(envs.tolist())
+        # every worker gets its command before any bookkeeping: the last one starts sooner
+        seqs = [handle.write(STEP, len(entries), data, page, k) for handle, entries, (_, data) in batch]
+        resets = self._resets_due()
+        earliest = self.earliest
+        for (handle, entries, (ids, _)), seq in zip(batch, seqs):
+            steps = 1 if self.steps_in_parallel else len(entries)
+            budget = vc.step_timeout_s * k * steps + vc.reset_timeout_s * resets.get(handle, 0)
+            earliest = min(earliest, handle.track(STEP, seq, entries, ids, budget, page, k).deadline)
+        self.earliest = earliest
+
+    def _resets_due(self) -> dict[WorkerHandle, int]:
+        """Per worker, the resets it may run before it answers a step: one per env of it whose episode
+        is over (reset now or ahead) and per spare it holds (reset ahead after an episode ended)."""
         table, of_instance = self.table, self.workers.of_instance
-        due = np.concatenate([np.flatnonzero(table.inst_env < 0), table.env_inst[table.over]]).tolist()
+        spares = len(table.inst_env) > table.num_envs  # each env has one instance: the rest are spares
+        if not spares and not table.over.any():
+            return {}  # the usual step
+        due = table.env_inst[table.over].tolist()
+        if spares:
+            due.extend(np.flatnonzero(table.inst_env < 0).tolist())
         resets: dict[WorkerHandle, int] = {}
         for instance in due:
             resets[of_instance[instance]] = resets.get(of_instance[instance], 0) + 1
-        for handle, entries, encoded in batch:
-            steps = 1 if self.steps_in_parallel else len(entries)
-            budget = vc.step_timeout_s * k * steps + vc.reset_timeout_s * resets.get(handle, 0)
-            self._send(handle, STEP, entries, budget, page, k, encoded=encoded)
+        return resets
 
     def reset(self, envs: list[int], seeds: list, options: list, kinds: list) -> None:
         """Reset these envs (a full batch, each to its own slot): seeds, options and kinds per env."""

@@ -55,13 +55,18 @@ class EnvTable:
         self.inst_env[self.env_inst[env]], self.inst_env[target], self.env_inst[env] = -1, env, target
         self.moves += 1
 
+    def _rows(self, envs: np.ndarray) -> np.ndarray | slice:
+        """Distinct env ids as an index: all of them as a slice (cheaper to assign through)."""
+        return slice(None) if len(envs) == self.num_envs else envs
+
     def mark(self, envs: np.ndarray, command: int, k: int) -> None:
-        self.phase[envs], self.command[envs], self.width[envs] = RUNNING, command, k
+        rows = self._rows(envs)
+        self.phase[rows], self.command[rows], self.width[rows] = RUNNING, command, k
         self.busy += len(envs)
 
     def release(self, envs: np.ndarray) -> None:
         """Handed out: these envs (all DONE) are idle again."""
-        self.phase[envs] = IDLE
+        self.phase[self._rows(envs)] = IDLE
         self.busy -= len(envs)
 
     def release_all(self) -> None:

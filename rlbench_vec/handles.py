@@ -133,20 +133,27 @@ class WorkerHandle:
         self.pending = collections.deque([Pending(START, 0, now, now + timeout_s, [], [])])
 
     def send(self, command: int, entries: list[Entry], budget_s: float, page: int = 0, k: int = 0,
-             payload: bytes = b"", seeds: list | None = None, restart: bool = False,
-             encoded: tuple[list[int], bytes] | None = None) -> Pending:
-        """Queue a command; its deadline counts from when the ones before it are due. encoded: the
-        entries' envs and bytes, when the caller keeps them."""
+             payload: bytes = b"", seeds: list | None = None, restart: bool = False) -> Pending:
+        """Send a command and queue it."""
+        seq = self.write(command, len(entries), encode(entries), page, k, payload)
+        return self.track(command, seq, entries, [entry[1] for entry in entries], budget_s, page, k, seeds, restart)
+
+    def write(self, command: int, count: int, entries: bytes, page: int = 0, k: int = 0, payload: bytes = b"") -> int:
+        """Write a command's frame (count entries as bytes); returns its seq, for `track`."""
         self.seq += 1
-        now = time.monotonic()
-        start = max(now, self.pending[-1].deadline) if self.pending else now
-        envs, data = encoded or ([entry[1] for entry in entries], encode(entries))
-        pending = Pending(command, self.seq, now, start + budget_s, entries, envs, page, k, seeds, restart)
-        self.pending.append(pending)
         try:
-            send_command(self.fd, command, self.seq, data, len(entries), page, k, payload)
+            send_command(self.fd, command, self.seq, entries, count, page, k, payload)
         except OSError:
             pass  # the worker is dead: its sentinel reports it
+        return self.seq
+
+    def track(self, command: int, seq: int, entries: list[Entry], envs: list[int], budget_s: float, page: int = 0,
+              k: int = 0, seeds: list | None = None, restart: bool = False) -> Pending:
+        """Queue a written command; its deadline counts from when the ones before it are due."""
+        now = time.monotonic()
+        start = max(now, self.pending[-1].deadline) if self.pending else now
+        pending = Pending(command, seq, now, start + budget_s, entries, envs, page, k, seeds, restart)
+        self.pending.append(pending)
         return pending
 
     def close_when_idle(self, timeout_s: float) -> None:

@@ -21,11 +21,17 @@ class Output:
             {"obs": buffers.group(f"page{p}/obs"), "chunk": buffers.group(f"page{p}/chunk"),
              "outcome": buffers.arrays[f"page{p}/outcome"]} for p in (0, 1)]
         self.to_tensors = TensorConverter([page["obs"] for page in self.pages], device) if as_torch else None
+        self.on_device = self._on_device()
+
+    def _on_device(self) -> bool:
+        """Observations stay on a device backend's GPU, and numpy is asked for."""
+        return self.to_tensors is None and not isinstance(next(iter(self.pages[0]["obs"].values()), None), np.ndarray)
 
     def use_device_pages(self, pages: list[dict[str, dict[str, Any]]]) -> None:
         """A worker that keeps observations on its device shared its two pages (again after a restart)."""
         for ours, theirs in zip(self.pages, pages):
             ours["obs"], ours["chunk"] = theirs["obs"], theirs.get("chunk", {})
+        self.on_device = self._on_device()
 
     def wait_copies(self, page: int) -> None:
         """With device="cuda", copies out of a page may still run: workers must not write it yet."""
@@ -34,7 +40,7 @@ class Output:
 
     def result(self, batch: Batch, chunked: bool):
         page = self.pages[batch.page]
-        on_device = self.to_tensors is None and not isinstance(next(iter(page["obs"].values()), None), np.ndarray)
+        on_device = self.on_device
         copy = self.copy_obs and not on_device  # leaving the device copies already
         result = assemble(batch, page["obs"], page["outcome"], page["chunk"], chunked, copy)
         if on_device and page["obs"]:  # numpy asked for: copy the observations to the host

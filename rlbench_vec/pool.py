@@ -80,7 +80,7 @@ class Pool:
     def step(self, envs: np.ndarray, k: int, ordered: bool) -> None:
         """Start k actions (already in the actions buffer) for these envs: a full batch (ordered, each
         env's result in its own slot) or a partial one (the next free slots, in completion order)."""
-        self.commands.step(envs.tolist(), k, ordered)
+        self.commands.step(envs, k, ordered)
         self.table.mark(envs, STEP, k)
 
     def reset(self, envs: np.ndarray, seeds: list, options: list, kinds: list) -> None:

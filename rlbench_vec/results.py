@@ -96,7 +96,10 @@ def assemble(batch: Batch, obs: Mapping[str, np.ndarray], outcome: np.ndarray,
         raise batch.errors[0]
     rows = batch.rows
     reward, terminated, truncated, executed = outcomes(outcome, batch)
-    observations = {key: _copy(view[:rows]) if copy else view[:rows] for key, view in obs.items()}
+    if copy:
+        observations = {key: _copy(view[:rows]) for key, view in obs.items()}
+    else:  # a full page's arrays are the batch's views already
+        observations = {key: view if len(view) == rows else view[:rows] for key, view in obs.items()}
     info = merge_infos(batch.infos) if any(batch.infos) else {}
     if not chunked:
         return observations, reward[:, 0], terminated[:, 0], truncated[:, 0], info

@@ -153,6 +153,8 @@ class RLBenchVectorEnv(VectorEnv):
                               self._action_low, self._action_high)
 
     def _check_idle(self, ids: np.ndarray, what: str) -> None:
+        if not self._pool.table.busy:
+            return
         busy = ids[self._pool.table.phase[ids] != IDLE]
         if busy.size:
             raise ConfigError(f"envs {busy.tolist()} have a command in flight or a result not yet returned: "
@@ -220,7 +222,7 @@ class RLBenchVectorEnv(VectorEnv):
 
     def step_async(self, actions: Any) -> None:
         self._check_open()
-        everyone = np.arange(self.num_envs)
+        everyone = self._pool.everyone
         self._check_idle(everyone, "step()")
         chunked = np.ndim(actions) == 3
         batch = self._check_actions(actions, self.num_envs, chunked)
