@@ -57,8 +57,9 @@ def env_ids(values: Any, num_envs: int) -> np.ndarray:
             ids = ids.astype(np.int64)
         elif ids.size:
             raise ConfigError(f"env_ids must be integers, got {values!r}.")
-    ids = ids.astype(np.int64)
-    if ids.size == 0 or ids.min() < 0 or ids.max() >= num_envs or len(np.unique(ids)) != ids.size:
+    ids = ids.astype(np.int64)  # our own copy: the caller may reuse its array
+    listed = ids.tolist()  # Python's min, max and set beat numpy's calls on the few ids of a partial batch
+    if not listed or min(listed) < 0 or max(listed) >= num_envs or len(set(listed)) != len(listed):
         raise ConfigError(f"env_ids must be distinct integers in [0, {num_envs}), got {values!r}.")
     return ids
 

@@ -22,6 +22,7 @@ class Output:
              "outcome": buffers.arrays[f"page{p}/outcome"]} for p in (0, 1)]
         self.to_tensors = TensorConverter([page["obs"] for page in self.pages], device) if as_torch else None
         self.on_device = self._on_device()
+        self._row_views: dict[tuple[int, int], dict[str, Any]] = {}
 
     def _on_device(self) -> bool:
         """Observations stay on a device backend's GPU, and numpy is asked for."""
@@ -32,6 +33,14 @@ class Output:
         for ours, theirs in zip(self.pages, pages):
             ours["obs"], ours["chunk"] = theirs["obs"], theirs.get("chunk", {})
         self.on_device = self._on_device()
+        self._row_views.clear()
+
+    def _views(self, page: int, rows: int) -> dict[str, Any]:
+        """Views of a page's observations, rows [0, rows): made once per page and row count."""
+        views = self._row_views.get((page, rows))
+        if views is None:
+            views = self._row_views[page, rows] = {key: array[:rows] for key, array in self.pages[page]["obs"].items()}
+        return views
 
     def wait_copies(self, page: int) -> None:
         """With device="cuda", copies out of a page may still run: workers must not write it yet."""
@@ -42,7 +51,7 @@ class Output:
         page = self.pages[batch.page]
         on_device = self.on_device
         copy = self.copy_obs and not on_device  # leaving the device copies already
-        result = assemble(batch, page["obs"], page["outcome"], page["chunk"], chunked, copy)
+        result = assemble(batch, self._views(batch.page, batch.rows), page["outcome"], page["chunk"], chunked, copy)
         if on_device and page["obs"]:  # numpy asked for: copy the observations to the host
             result = ({key: value.cpu().numpy() for key, value in result[0].items()}, *result[1:])
             chunk = result[4].get("chunk_observations")
@@ -59,3 +68,4 @@ class Output:
         # A device backend's pages are CUDA IPC mappings of its worker's memory: let them go before the worker
         # exits (else the env, kept alive by its pool's callback until a garbage collection, holds them on).
         self.pages = []
+        self._row_views.clear()

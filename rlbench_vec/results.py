@@ -89,17 +89,16 @@ def _copy(array: Any) -> Any:
 
 def assemble(batch: Batch, obs: Mapping[str, np.ndarray], outcome: np.ndarray,
              chunk: Mapping[str, np.ndarray] | None, chunked: bool, copy: bool):
-    """The user's result for a batch. obs / chunk: the page's arrays (views of shared memory).
-    Observations are views of rows [0, rows) unless `copy`. Raises the first worker error after
-    everything else was computed (the caller has already settled every env's state)."""
+    """The user's result for a batch. obs / chunk: the page's arrays (views of shared memory), obs
+    maybe already cut to the batch's rows. Observations are views of rows [0, rows) unless `copy`.
+    Raises the first worker error after everything else was computed (the caller has already settled
+    every env's state)."""
     if batch.errors:
         raise batch.errors[0]
     rows = batch.rows
     reward, terminated, truncated, executed = outcomes(outcome, batch)
-    if copy:
-        observations = {key: _copy(view[:rows]) for key, view in obs.items()}
-    else:  # a full page's arrays are the batch's views already
-        observations = {key: view if len(view) == rows else view[:rows] for key, view in obs.items()}
+    observations = {key: _copy(view[:rows]) if copy else view if len(view) == rows else view[:rows]
+                    for key, view in obs.items()}
     info = merge_infos(batch.infos) if any(batch.infos) else {}
     if not chunked:
         return observations, reward[:, 0], terminated[:, 0], truncated[:, 0], info
