@@ -20,12 +20,11 @@ import numpy as np
 from rlbench_vec import shm
 from rlbench_vec.cli import ArgumentParser, run_main
 from rlbench_vec.config import EnvConfig
-from rlbench_vec.spec import observation_spec
+from rlbench_vec.spec import observation_bytes
 
 
 def slot_bytes() -> int:
-    layout = observation_spec(EnvConfig(backend="synthetic").validated())
-    return sum(int(np.prod(spec.shape, dtype=np.int64)) * np.dtype(spec.dtype).itemsize for spec in layout.values())
+    return observation_bytes(EnvConfig(backend="synthetic").validated())
 
 
 def write_us(slots: np.ndarray, source: np.ndarray) -> tuple[float, float]:

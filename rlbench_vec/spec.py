@@ -73,6 +73,11 @@ def observation_spec(config: EnvConfig) -> dict[str, ArraySpec]:
     return spec
 
 
+def observation_bytes(config: EnvConfig) -> int:
+    """One env's observation in bytes: what a step writes into shared memory."""
+    return sum(int(np.prod(s.shape, dtype=np.int64)) * s.dtype.itemsize for s in observation_spec(config).values())
+
+
 def action_size(config: EnvConfig) -> int:
     """Arm part then gripper part, as RLBench's MoveArmThenGripper: pose is xyz + quaternion xyzw."""
     arm = 7 if config.arm_mode in POSE_ARM_MODES else PANDA_JOINTS
