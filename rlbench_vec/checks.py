@@ -31,10 +31,10 @@ def actions(values: Any, count: int, chunked: bool, max_chunk: int, config: EnvC
     if array.dtype.kind not in "fiu":
         raise ActionError(f"actions must be a real-valued array, got dtype {array.dtype}.")
     a = len(low)
-    expected = f"({count}, K, {a}) with 1 <= K <= max_chunk={max_chunk}" if chunked else f"({count}, {a})"
     if array.ndim != (3 if chunked else 2) or array.shape[0] != count or array.shape[-1] != a or (
         chunked and not 1 <= array.shape[1] <= max_chunk
     ):
+        expected = f"({count}, K, {a}) with 1 <= K <= max_chunk={max_chunk}" if chunked else f"({count}, {a})"
         raise ActionError(f"actions have shape {array.shape}; expected {expected} for arm_mode="
                           f"{config.arm_mode!r} + gripper_mode={config.gripper_mode!r}.")
     array = array.astype(np.float32, copy=False).reshape(count, -1, a)

@@ -71,7 +71,7 @@ def buffer_plan(layout: dict[str, ArraySpec], n: int, max_chunk: int, every_obs:
         plan[f"page{page}/outcome"] = ((n, 4, max_chunk), np.dtype(np.float64))
         plan[f"page{page}/env"] = ((n,), np.dtype(np.int32))
     plan["actions"] = ((n, max_chunk, action_dim), np.dtype(np.float32))
-    plan["control"] = ((3,), np.dtype(np.int64))
+    plan["control"] = ((4,), np.dtype(np.int64))
     return plan
 
 

@@ -18,7 +18,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from .shm import SHM_DIR, SharedBuffers, segment_name
 
 FLIP_RETRY_S = 0.0002
 REPORTED = HAS_PAYLOAD | RESTARTED | AUTORESET  # flags of a row that has an info
+T = TypeVar("T")
 
 
 class Pool:
@@ -95,14 +96,31 @@ class Pool:
         return self.commands.wait_until(ready, timeout_s)
 
     # ------------------------------------------------------------------ batches
+    def _locked(self, attempt: Callable[[], T | None]) -> T:
+        """A change of the claims' control (shm's try_* calls), retried while a worker holds the lock
+        (for a few microseconds)."""
+        while (done := attempt()) is None:
+            self.commands.pump(FLIP_RETRY_S)
+        return done
+
     def _flip(self) -> tuple[int, int]:
         """Close the filling page (claimed slots) and let the workers fill the other one."""
         upcoming = 1 - self.buffers.filling
-        self.before_refill(upcoming)
-        while (flipped := self.buffers.try_flip()) is None:
-            self.commands.pump(FLIP_RETRY_S)  # a worker holds the lock for a few microseconds
-        self.table.replied[upcoming] = 0
+        limited = self.buffers.limited  # the page that opens holds claims already (_limit_claims readied it)
+        if not limited:
+            self.before_refill(upcoming)
+        flipped = self._locked(self.buffers.try_flip)
+        if not limited:
+            self.table.replied[upcoming] = 0
         return flipped
+
+    def _limit_claims(self, min_envs: int) -> None:
+        """A recv waits for min_envs results of the filling page: claims past that many go to the
+        next page, which is readied for them (its last batch was handed out)."""
+        upcoming = 1 - self.buffers.filling
+        self.before_refill(upcoming)
+        if self._locked(lambda: self.buffers.try_limit(min_envs)):
+            self.table.replied[upcoming] = 0
 
     def _close_page(self) -> tuple[int, int]:
         """Flip, then wait for the envs that claimed a slot of the closed page and are still writing."""
@@ -117,7 +135,17 @@ class Pool:
         """The next batch: all envs in flight (ordered) or at least min_envs of them in completion
         order. None if the timeout passed first."""
         page, replied = self.buffers.filling, self.table.replied
-        if not self.commands.wait_until(lambda: replied[page] >= min_envs, timeout_s):
+        limited = not ordered and replied[page] < min_envs
+        if limited:
+            self._limit_claims(min_envs)
+        try:
+            arrived = self.commands.wait_until(lambda: replied[page] >= min_envs, timeout_s)
+        except BaseException:
+            if limited:  # one try; if claims went past the limit, the vector env drains at its next call
+                self.buffers.try_lift_limit()
+            raise
+        # given up: lift the limit, unless claims reached it (the page then closes with what it holds)
+        if not arrived and (not limited or self._locked(self.buffers.try_lift_limit)):
             return None
         if ordered:  # a full batch: slot = env
             self._flip()
@@ -170,7 +198,7 @@ class Pool:
         """Finish everything in flight and discard the results (after an interrupted call)."""
         table = self.table
         self.commands.wait_until(lambda: not table.in_flight().size)
-        if table.replied[self.buffers.filling]:
+        while table.replied[self.buffers.filling]:  # twice where claims went past a recv's limit
             self._close_page()
         for env in table.done().tolist():
             table.extra.pop(env, None)

@@ -108,8 +108,10 @@ class Restarts:
         """The slot a dead worker claimed for env and never filled (the restart fills it), else CLAIM.
         An env claims at most once per page between two flips, and its slot is a hole while the env
         is still running."""
-        draining = self.table.draining
-        for page in {self.buffers.filling} | ({draining} if draining is not None else set()):
+        filling, draining = self.buffers.filling, self.table.draining
+        pages = {filling} | ({draining} if draining is not None else set()) | (
+            {1 - filling} if self.buffers.limited else set())  # claims past a waiting recv's limit
+        for page in pages:
             claimed = self.buffers.claimed(page)
             hole = np.flatnonzero(self.buffers.arrays[f"page{page}/env"][:claimed] == env)
             if len(hole) and self.table.phase[env] != DONE:

@@ -8,8 +8,10 @@ Results go to two pages (each a slot per env for observations and outcomes) used
 user reads the page a call returned, workers write the next results into the other one. A command
 either names each env's slot (a full batch: slot = env id) or lets the worker claim the next free
 slot of the filling page when its results are ready, so partial batches fill a page in completion
-order and come back as one contiguous block. Claims and page flips take an flock on the segment
-(released by the kernel if its holder dies) and touch three integers of the `control` array.
+order and come back as one contiguous block. While a recv waits for M results, claims past the M-th
+go to the other page, the next batch's: the recv waits only for the envs it asked for, and the rest
+keep their results for the next call. Claims and page flips take an flock on the segment (released
+by the kernel if its holder dies) and touch four integers of the `control` array.
 
 Memory is committed up front: the block is allocated when it is created (so /dev/shm running out is
 an error at start, not a SIGBUS in a worker later), and a worker maps it with its page tables filled
@@ -24,8 +26,10 @@ import fcntl
 import mmap
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import shared_memory
+from typing import TypeVar
 
 import numpy as np
 
@@ -115,7 +119,11 @@ def sweep_stale_segments() -> list[str]:
     return swept
 
 
-FILLING = 0  # control[FILLING]: the page that claims go to; control[1 + page]: that page's claimed slots
+# control[FILLING]: the page that claims go to; control[1 + page]: that page's claimed slots;
+# control[LIMIT]: while a recv waits, the claims it needs of the filling page (0: none): later claims go
+# to the other page, the next batch's
+FILLING, LIMIT = 0, 3
+T = TypeVar("T")
 
 
 class SharedBuffers:
@@ -163,12 +171,17 @@ class SharedBuffers:
         return {name[cut:]: array for name, array in self.arrays.items() if name.startswith(prefix + "/")}
 
     def claim(self, envs: np.ndarray) -> tuple[int, int]:
-        """Take the next len(envs) slots of the filling page for these envs: (page, first slot)."""
+        """Take the next len(envs) slots of the filling page for these envs, or of the next one once
+        the filling page holds what a waiting recv asked for: (page, first slot)."""
         control = self.arrays["control"]
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
         try:
             page = int(control[FILLING])
             first = int(control[1 + page])
+            limit = int(control[LIMIT])
+            if limit and first >= limit:
+                page = 1 - page
+                first = int(control[1 + page])
             # the env ids first, then the count: a holder killed in between leaves no half claim
             self.arrays[f"page{page}/env"][first:first + len(envs)] = envs
             control[1 + page] = first + len(envs)
@@ -176,22 +189,56 @@ class SharedBuffers:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         return page, first
 
-    def try_flip(self) -> tuple[int, int] | None:
-        """Close the filling page and open the other one, empty: (closed page, its claimed slots).
-        None if a worker holds the lock right now (the main process never blocks on it)."""
+    def _try_locked(self, change: Callable[[np.ndarray], T]) -> T | None:
+        """change(control) under the claims' lock; None if a worker holds it right now (the main
+        process never blocks on it)."""
         try:
             fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return None
-        control = self.arrays["control"]
         try:
-            page = int(control[FILLING])
-            claimed = int(control[1 + page])
-            control[2 - page] = 0
-            control[FILLING] = 1 - page
+            return change(self.arrays["control"])
         finally:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-        return page, claimed
+
+    def try_flip(self) -> tuple[int, int] | None:
+        """Close the filling page and open the other one: (closed page, its claimed slots). The page
+        that opens is empty, unless claims went past a limit to it (`try_limit`). None: try again."""
+        def flip(control: np.ndarray) -> tuple[int, int]:
+            page = int(control[FILLING])
+            if not control[LIMIT]:
+                control[2 - page] = 0
+            control[LIMIT], control[FILLING] = 0, 1 - page
+            return page, int(control[1 + page])
+        return self._try_locked(flip)
+
+    def try_limit(self, slots: int) -> bool | None:
+        """While a recv waits for `slots` claims of the filling page, later claims go to the other
+        page, which holds the next batch (emptied here when no limit was set yet: its rows were the
+        batch before). Returns whether it was emptied; None: try again."""
+        def limit(control: np.ndarray) -> bool:
+            fresh = not control[LIMIT]
+            if fresh:
+                control[2 - int(control[FILLING])] = 0
+            control[LIMIT] = max(int(control[LIMIT]), slots)
+            return fresh
+        return self._try_locked(limit)
+
+    def try_lift_limit(self) -> bool | None:
+        """A recv gives up waiting: lift its limit, unless claims reached it (the filling page then
+        holds them, and later claims are already on the other page). Returns whether it was lifted;
+        None: try again."""
+        def lift(control: np.ndarray) -> bool:
+            if control[1 + int(control[FILLING])] >= control[LIMIT]:
+                return False
+            control[LIMIT] = 0
+            return True
+        return self._try_locked(lift)
+
+    @property
+    def limited(self) -> bool:
+        """Claims past a recv's limit go to the page after the filling one."""
+        return bool(self.arrays["control"][LIMIT])
 
     def claimed(self, page: int) -> int:
         return int(self.arrays["control"][1 + page])

@@ -172,7 +172,9 @@ class RLBenchVectorEnv(VectorEnv):
             batch = self._pool.collect(ordered, count, timeout)
         except BaseException as error:
             if not isinstance(error, WorkerError):
-                self._interrupted = ordered  # a full batch left half collected is settled next call
+                # settled next call: a full batch left half collected, or a partial one whose claims
+                # went past its limit (their results lie on two pages)
+                self._interrupted = ordered or self._pool.buffers.limited
             raise
         if batch is None:
             raise TimeoutError(f"fewer than {count} envs finished within {timeout} s; the others are still running: "

@@ -17,7 +17,7 @@ from rlbench_vec.errors import ConfigError
 def block() -> shm.SharedBuffers:
     return shm.SharedBuffers.create({
         "page0/env": ((4,), np.dtype(np.int32)), "page1/env": ((4,), np.dtype(np.int32)),
-        "control": ((3,), np.dtype(np.int64)),
+        "control": ((4,), np.dtype(np.int64)),
     })
 
 
@@ -37,6 +37,41 @@ def test_claims_fill_a_page_in_order_and_a_flip_opens_the_other_one_empty():
         buffers.unlink()
 
 
+def test_claims_past_a_waiting_recvs_limit_go_to_the_next_batchs_page():
+    buffers = block()
+    worker = shm.SharedBuffers.attach(buffers.name, buffers.fields)
+    try:
+        assert worker.claim(np.array([3])) == (0, 0)
+        assert buffers.try_flip() == (0, 1)
+        assert worker.claim(np.array([0])) == (1, 0)
+        assert buffers.try_limit(2) is True  # page 0 held the batch before: emptied for what comes past the limit
+        assert buffers.claimed(0) == 0 and buffers.limited
+        assert worker.claim(np.array([1, 2])) == (1, 1)  # one short of the limit: the whole claim stays
+        assert worker.claim(np.array([3])) == (0, 0)  # the limit is reached: the next batch's page
+        assert buffers.try_limit(2) is False  # again: page 0 keeps its claim
+        assert buffers.try_lift_limit() is False  # the recv's claims are in: its page closes, no lifting
+        assert buffers.try_flip() == (1, 3)
+        assert buffers.filling == 0 and buffers.claimed(0) == 1 and not buffers.limited  # the claim kept
+        assert worker.claim(np.array([1])) == (0, 1)
+    finally:
+        worker.close()
+        buffers.unlink()
+
+
+def test_a_recv_that_gives_up_before_its_limit_lifts_it():
+    buffers = block()
+    worker = shm.SharedBuffers.attach(buffers.name, buffers.fields)
+    try:
+        assert buffers.try_limit(2) is True
+        assert worker.claim(np.array([5])) == (0, 0)
+        assert buffers.try_lift_limit() is True and not buffers.limited
+        assert worker.claim(np.array([6, 7])) == (0, 1)  # the filling page again, past the old limit
+        assert buffers.try_flip() == (0, 3) and buffers.claimed(1) == 0  # no limit: the next page opens empty
+    finally:
+        worker.close()
+        buffers.unlink()
+
+
 def test_the_main_process_never_waits_for_a_claim_lock():
     import fcntl
 
@@ -45,6 +80,7 @@ def test_the_main_process_never_waits_for_a_claim_lock():
     try:
         fcntl.flock(holder, fcntl.LOCK_EX)  # a worker in the middle of a claim
         assert buffers.try_flip() is None
+        assert buffers.try_limit(1) is None and buffers.try_lift_limit() is None
         fcntl.flock(holder, fcntl.LOCK_UN)
         assert buffers.try_flip() == (0, 0)
     finally:

@@ -384,6 +384,35 @@ def test_partial_batches_are_one_contiguous_block_of_views(make_env):
     np.testing.assert_array_equal(steps_of(obs), [2, 2])
 
 
+def test_half_batches_hand_out_every_result_once_in_its_envs_rows(make_env):
+    # free steps, half batches over and over: claims past a waiting recv's limit go to the next page
+    env = make_env(num_envs=4, envs_per_worker=1, max_episode_steps=10_000)
+    env.reset(seed=0)
+    env.send(zeros(4))
+    steps = np.zeros(4, int)
+    for _ in range(300):
+        obs, _, _, _, info = env.recv(min_envs=2)
+        ids = info["env_id"]
+        assert len(ids) >= 2
+        steps[ids] += 1
+        assert steps_of(obs) == steps[ids].tolist()
+        env.send(zeros(len(ids)), env_ids=ids)
+    obs, _, _, _, info = env.recv()
+    steps[info["env_id"]] += 1
+    assert steps_of(obs) == steps[info["env_id"]].tolist() and len(info["env_id"]) == 4
+
+
+def test_a_recv_that_times_out_leaves_its_results_to_the_next(make_env):
+    env = make_env(num_envs=3, envs_per_worker=1, backend_options={"step_cost_s": 0.0})
+    env.set_attr("step_cost_s", [0.0, 0.5, 0.5])
+    env.reset(seed=0)
+    env.send(zeros(3))
+    with pytest.raises(TimeoutError):
+        env.recv(min_envs=2, timeout=0.2)
+    obs, _, _, _, info = env.recv()
+    assert sorted(info["env_id"].tolist()) == [0, 1, 2] and steps_of(obs) == [1, 1, 1]
+
+
 def test_partial_batches_with_copy_obs_are_copies(make_env):
     env = make_env(num_envs=2, envs_per_worker=1, cameras=("front",), copy_obs=True)
     env.reset(seed=0)
