@@ -165,7 +165,9 @@ def measure(args: argparse.Namespace, mode: str, folder: str) -> dict[str, Any]:
         "main_cpu_us_per_env_step": 1e6 * (user + system) / env_steps,
         "worker_cpu_us_per_env_step": 1e6 * (worker_user + worker_system) * len(numbers) / run_env_steps,
     }
-    if args.min_envs is None:
+    if args.min_envs is not None:
+        result["rows_per_recv"] = env_steps / args.steps
+    else:
         result.update({
             "main_user_us_per_reply": 1e6 * user / replies, "main_system_us_per_reply": 1e6 * system / replies,
             "worker_user_us_per_command": 1e6 * worker_user / commands,
@@ -211,7 +213,8 @@ def read_json(path: str) -> dict[str, Any]:
 def print_run(r: dict[str, Any]) -> None:
     print(f"\n{r['mode']}: {r['workers']} workers, {r['step_us']:.0f} us per call ({r['env_steps_per_s']:,.0f} "
           f"env-steps/s); CPU per env-step: main {r['main_cpu_us_per_env_step']:.1f} us, workers "
-          f"{r['worker_cpu_us_per_env_step']:.1f} us")
+          f"{r['worker_cpu_us_per_env_step']:.1f} us"
+          + (f"; {r['rows_per_recv']:.1f} rows per recv" if "rows_per_recv" in r else ""))
     per_reply = "main_user_us_per_reply" in r
     if per_reply:
         print(f"  main CPU per reply {r['main_user_us_per_reply']:.1f} us user + "

@@ -263,7 +263,10 @@ class RLBenchVectorEnv(VectorEnv):
         """The results of at least min_envs (default: all) of the envs sent to, in the order they
         finished: (obs, reward, terminated, truncated, info) for those envs only; info["env_id"] says
         which env each row is. Observations are views of one contiguous block of shared memory
-        (copies with copy_obs=True), valid until your next reset/step/recv call returns."""
+        (copies with copy_obs=True), valid until your next reset/step/recv call returns. Envs that
+        finish after min_envs others took their rows come back with the next recv. timeout
+        (seconds): raise TimeoutError if fewer than min_envs have finished by then (results already
+        being written are waited for)."""
         self._check_open()
         waiting = self._pool.table.busy
         if not waiting or self._sync:
