@@ -21,55 +21,50 @@ def block() -> shm.SharedBuffers:
     })
 
 
-def test_claims_fill_a_page_in_order_and_a_flip_opens_the_other_one_empty():
+@pytest.fixture
+def pages():
+    """The main process's block and a worker's mapping of it."""
     buffers = block()
     worker = shm.SharedBuffers.attach(buffers.name, buffers.fields)
-    try:
-        assert worker.claim(np.array([7, 5])) == (0, 0)
-        assert worker.claim(np.array([6])) == (0, 2)
-        assert buffers.arrays["page0/env"][:3].tolist() == [7, 5, 6]
-        assert buffers.try_flip() == (0, 3)
-        assert buffers.filling == 1 and buffers.claimed(1) == 0
-        assert worker.claim(np.array([5])) == (1, 0)
-        assert buffers.try_flip() == (1, 1) and buffers.claimed(0) == 0
-    finally:
-        worker.close()
-        buffers.unlink()
+    yield buffers, worker
+    worker.close()
+    buffers.unlink()
 
 
-def test_claims_past_a_waiting_recvs_limit_go_to_the_next_batchs_page():
-    buffers = block()
-    worker = shm.SharedBuffers.attach(buffers.name, buffers.fields)
-    try:
-        assert worker.claim(np.array([3])) == (0, 0)
-        assert buffers.try_flip() == (0, 1)
-        assert worker.claim(np.array([0])) == (1, 0)
-        assert buffers.try_limit(2) is True  # page 0 held the batch before: emptied for what comes past the limit
-        assert buffers.claimed(0) == 0 and buffers.limited
-        assert worker.claim(np.array([1, 2])) == (1, 1)  # one short of the limit: the whole claim stays
-        assert worker.claim(np.array([3])) == (0, 0)  # the limit is reached: the next batch's page
-        assert buffers.try_limit(2) is False  # again: page 0 keeps its claim
-        assert buffers.try_lift_limit() is False  # the recv's claims are in: its page closes, no lifting
-        assert buffers.try_flip() == (1, 3)
-        assert buffers.filling == 0 and buffers.claimed(0) == 1 and not buffers.limited  # the claim kept
-        assert worker.claim(np.array([1])) == (0, 1)
-    finally:
-        worker.close()
-        buffers.unlink()
+def test_claims_fill_a_page_in_order_and_a_flip_opens_the_other_one_empty(pages):
+    buffers, worker = pages
+    assert worker.claim(np.array([7, 5])) == (0, 0)
+    assert worker.claim(np.array([6])) == (0, 2)
+    assert buffers.arrays["page0/env"][:3].tolist() == [7, 5, 6]
+    assert buffers.try_flip() == (0, 3)
+    assert buffers.filling == 1 and buffers.claimed(1) == 0
+    assert worker.claim(np.array([5])) == (1, 0)
+    assert buffers.try_flip() == (1, 1) and buffers.claimed(0) == 0
 
 
-def test_a_recv_that_gives_up_before_its_limit_lifts_it():
-    buffers = block()
-    worker = shm.SharedBuffers.attach(buffers.name, buffers.fields)
-    try:
-        assert buffers.try_limit(2) is True
-        assert worker.claim(np.array([5])) == (0, 0)
-        assert buffers.try_lift_limit() is True and not buffers.limited
-        assert worker.claim(np.array([6, 7])) == (0, 1)  # the filling page again, past the old limit
-        assert buffers.try_flip() == (0, 3) and buffers.claimed(1) == 0  # no limit: the next page opens empty
-    finally:
-        worker.close()
-        buffers.unlink()
+def test_claims_past_a_waiting_recvs_limit_go_to_the_next_batchs_page(pages):
+    buffers, worker = pages
+    assert worker.claim(np.array([3])) == (0, 0)
+    assert buffers.try_flip() == (0, 1)
+    assert worker.claim(np.array([0])) == (1, 0)
+    assert buffers.try_limit(2) is True  # page 0 held the batch before: emptied for what comes past the limit
+    assert buffers.claimed(0) == 0 and buffers.limited
+    assert worker.claim(np.array([1, 2])) == (1, 1)  # one short of the limit: the whole claim stays
+    assert worker.claim(np.array([3])) == (0, 0)  # the limit is reached: the next batch's page
+    assert buffers.try_limit(2) is False  # again: page 0 keeps its claim
+    assert buffers.try_lift_limit() is False  # the recv's claims are in: its page closes, no lifting
+    assert buffers.try_flip() == (1, 3)
+    assert buffers.filling == 0 and buffers.claimed(0) == 1 and not buffers.limited  # the claim kept
+    assert worker.claim(np.array([1])) == (0, 1)
+
+
+def test_a_recv_that_gives_up_before_its_limit_lifts_it(pages):
+    buffers, worker = pages
+    assert buffers.try_limit(2) is True
+    assert worker.claim(np.array([5])) == (0, 0)
+    assert buffers.try_lift_limit() is True and not buffers.limited
+    assert worker.claim(np.array([6, 7])) == (0, 1)  # the filling page again, past the old limit
+    assert buffers.try_flip() == (0, 3) and buffers.claimed(1) == 0  # no limit: the next page opens empty
 
 
 def test_the_main_process_never_waits_for_a_claim_lock():
