@@ -229,7 +229,7 @@ class SharedBuffers:
         holds them, and later claims are already on the other page). Returns whether it was lifted;
         None: try again."""
         def lift(control: np.ndarray) -> bool:
-            if control[1 + int(control[FILLING])] >= control[LIMIT]:
+            if control[LIMIT] and control[1 + int(control[FILLING])] >= control[LIMIT]:
                 return False
             control[LIMIT] = 0
             return True
