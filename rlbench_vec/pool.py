@@ -103,24 +103,24 @@ class Pool:
             self.commands.pump(FLIP_RETRY_S)
         return done
 
+    def _ready_next_page(self) -> None:
+        """Before workers may write the page after the filling one: copies out of it are done, and it
+        counts no replies. Once a recv's limit is set, claims may already be on it: it is ready."""
+        if not self.buffers.limited:
+            upcoming = 1 - self.buffers.filling
+            self.before_refill(upcoming)
+            self.table.replied[upcoming] = 0
+
     def _flip(self) -> tuple[int, int]:
         """Close the filling page (claimed slots) and let the workers fill the other one."""
-        upcoming = 1 - self.buffers.filling
-        limited = self.buffers.limited  # the page that opens holds claims already (_limit_claims readied it)
-        if not limited:
-            self.before_refill(upcoming)
-        flipped = self._locked(self.buffers.try_flip)
-        if not limited:
-            self.table.replied[upcoming] = 0
-        return flipped
+        self._ready_next_page()
+        return self._locked(self.buffers.try_flip)
 
     def _limit_claims(self, min_envs: int) -> None:
         """A recv waits for min_envs results of the filling page: claims past that many go to the
-        next page, which is readied for them (its last batch was handed out)."""
-        upcoming = 1 - self.buffers.filling
-        self.before_refill(upcoming)
-        if self._locked(lambda: self.buffers.try_limit(min_envs)):
-            self.table.replied[upcoming] = 0
+        next page (its last batch was handed out)."""
+        self._ready_next_page()
+        self._locked(lambda: self.buffers.try_limit(min_envs))
 
     def _close_page(self) -> tuple[int, int]:
         """Flip, then wait for the envs that claimed a slot of the closed page and are still writing."""
