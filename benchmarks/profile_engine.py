@@ -57,17 +57,18 @@ def cpu_since(start: resource.struct_rusage) -> tuple[float, float]:
 
 
 def profiled_serve(serve):
-    """serve(replies, runner) that records the worker's CPU time over its command loop (and, in profile
-    mode, a cProfile of it) into PROFILE_VAR/worker-<pid>.{json,prof} when the loop ends."""
-    def wrapper(replies: Any, runner: Any) -> None:
+    """serve(...) that records the worker's CPU time over its command loop (and, in profile mode, a
+    cProfile of it) into PROFILE_VAR/worker-<pid>.{json,prof} when the loop ends. Takes serve's
+    arguments as they are, so it profiles older packages in an A/B too."""
+    def wrapper(*args: Any) -> None:
         folder, mode = os.environ[PROFILE_VAR], os.environ.get(MODE_VAR, "cpu")
         profile = cProfile.Profile() if mode == "profile" else None
         cpu, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
         try:
             if profile is None:
-                serve(replies, runner)
+                serve(*args)
             else:
-                profile.runcall(serve, replies, runner)
+                profile.runcall(serve, *args)
         finally:
             wall, user, system = time.perf_counter() - wall, *cpu_since(cpu)
             path = os.path.join(folder, f"worker-{os.getpid()}")

@@ -1,5 +1,5 @@
 """Commands to the workers and their replies: one command per worker for the envs it serves, each
-with a deadline; one wait for all workers (a poll over their sockets and process sentinels), whose
+with a deadline; one wait for all workers (a poll over their reply pipes and process sentinels), whose
 replies are taken into the env table as they come.
 
 The work per command and per reply is a few microseconds of Python, and a wait costs a system call
@@ -164,7 +164,7 @@ class Commands:
             wait = min(wait, timeout_s)
         started = []
         ready = self.workers.poller.wait(wait)
-        if ready:  # the pipe first: a worker's plain replies there came before anything on its socket
+        if ready:  # the shared pipe first: a worker's plain replies there came before anything on its own
             self._read_plain()
         for handle in ready:
             if handle is not None:

@@ -1,5 +1,5 @@
-"""Worker processes as the main process holds them: one handle per process (its socket, its queue of
-commands in flight), the registry of handles and instances, and one poll set over all of them.
+"""Worker processes as the main process holds them: one handle per process (its two pipes, its queue
+of commands in flight), the registry of handles and instances, and one poll set over all of them.
 
 Instances are simulator instances, numbered globally; worker w runs a contiguous range of them.
 `Workers` spawns a worker for a range and remembers, per instance, its worker and local index. It
@@ -59,7 +59,7 @@ class Pending:
 
 
 class Poller:
-    """One persistent poll set over every worker's socket and process sentinel, and the shared pipe
+    """One persistent poll set over every worker's reply pipe and process sentinel, and the shared pipe
     of plain replies (owner None): a wait is one system call, however many workers there are."""
 
     def __init__(self, plain_fd: int) -> None:
@@ -68,7 +68,7 @@ class Poller:
         self._owners: dict[int, WorkerHandle | None] = {plain_fd: None}
 
     def add(self, handle: WorkerHandle) -> None:
-        for fd in (handle.fd, handle.process.sentinel):
+        for fd in (handle.reply_fd, handle.process.sentinel):
             self._poll.register(fd, select.POLLIN)
             self._owners[fd] = handle
 
@@ -86,7 +86,8 @@ class Poller:
 
 
 class WorkerHandle:
-    """One worker process: its socket, its queue of commands in flight, its instances."""
+    """One worker process: its pipes (commands to it, replies from it), its queue of commands in
+    flight, its instances. Pipes, not a socket pair: a write that wakes the reader costs less."""
 
     def __init__(self, spec: WorkerSpec, boot_prefix: str, poller: Poller, environ: dict[str, str], plain_conn: Any):
         self.poller = poller
@@ -96,8 +97,8 @@ class WorkerHandle:
         self.instances = np.asarray(spec.instances, np.int64)
         self.boot_prefix = boot_prefix
         self.process: Any = None
-        self.conn: Any = None
-        self.fd = -1
+        self.conns: tuple = ()  # the main process's ends: the commands' write end, the replies' read end
+        self.command_fd = self.reply_fd = -1
         self.reader: Any = None
         self.pending: collections.deque[Pending] = collections.deque()
         self.seq = 0
@@ -116,17 +117,20 @@ class WorkerHandle:
         self.reserve: collections.deque[int] = collections.deque()  # a replacement's instances for takeovers
 
     def start(self, timeout_s: float) -> None:
-        parent_conn, child_conn = SPAWN.Pipe(duplex=True)
+        command_in, command_out = SPAWN.Pipe(duplex=False)
+        reply_in, reply_out = SPAWN.Pipe(duplex=False)
         self.boot_log = f"{self.boot_prefix}{self.spec.worker_index}-{self.restarts}"
         spec = replace(self.spec, parent_pid=os.getpid(), generation=self.restarts,
                        parent_is_main_thread=threading.current_thread() is threading.main_thread())
-        process = SPAWN.Process(target=worker_main, args=(spec, child_conn, self.plain_conn),
+        process = SPAWN.Process(target=worker_main, args=(spec, command_in, reply_out, self.plain_conn),
                                 name=f"rlbench_vec-worker-{spec.worker_index}", daemon=True)
         with child_environment(self.boot_log, self.environ):
             process.start()
-        child_conn.close()  # only the child holds its end: its death is EOF here
-        self.process, self.conn, self.fd = process, parent_conn, parent_conn.fileno()
-        self.reader = reply_reader(self.fd)
+        command_in.close()  # only the child holds these ends: its death is EOF on its replies
+        reply_out.close()
+        self.process, self.conns = process, (command_out, reply_in)
+        self.command_fd, self.reply_fd = command_out.fileno(), reply_in.fileno()
+        self.reader = reply_reader(self.reply_fd)
         self.poller.add(self)
         self.seq, self.ready = 0, False
         now = time.monotonic()
@@ -142,7 +146,7 @@ class WorkerHandle:
         """Write a command's frame (count entries as bytes); returns its seq, for `track`."""
         self.seq += 1
         try:
-            send_command(self.fd, command, self.seq, entries, count, page, k, payload)
+            send_command(self.command_fd, command, self.seq, entries, count, page, k, payload)
         except OSError:
             pass  # the worker is dead: its sentinel reports it
         return self.seq
@@ -167,9 +171,9 @@ class WorkerHandle:
             if self.process.is_alive():
                 self.process.kill()
             self.process.join(timeout=5.0)
-        if self.conn is not None:
-            self.conn.close()
-        self.conn, self.fd, self.ready = None, -1, False
+        for conn in self.conns:
+            conn.close()
+        self.conns, self.command_fd, self.reply_fd, self.ready = (), -1, -1, False
         self.pending.clear()
 
     @property

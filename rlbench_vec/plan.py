@@ -20,7 +20,7 @@ from .display import check_display
 from .errors import ConfigError
 from .spec import ArraySpec, action_size, low_dim_fields, observation_spec
 
-FDS_PER_WORKER = 3  # socket, process sentinel, and one while it is spawned
+FDS_PER_WORKER = 4  # its two pipes, process sentinel, and one while it is spawned
 FDS_SPARE = 64
 BlockPlan = dict[str, tuple[tuple[int, ...], np.dtype]]
 

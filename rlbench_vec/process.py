@@ -1,5 +1,5 @@
 """Process plumbing shared by the main process and the workers: spawning, dying with the parent,
-and catching what a worker says before it can talk over its socket.
+and catching what a worker says before it can talk over its pipes.
 
 Start-up output: a worker can fail before it reaches our code (the spawn bootstrap re-imports the
 user's main module) or die in C code (Qt aborts without a display). Each worker therefore writes its
@@ -147,7 +147,7 @@ def die_with_parent(parent_pid: int, parent_is_main_thread: bool, still_ok: Call
 
 def death_reason(exitcode: int | None) -> str:
     if exitcode is None:
-        return "the worker closed its socket"
+        return "the worker closed its pipe"
     if exitcode < 0:
         return f"the worker was killed by {signal.Signals(-exitcode).name}"
     if exitcode == DISPLAY_DIED_EXIT:

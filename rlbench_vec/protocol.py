@@ -1,4 +1,4 @@
-"""The wire between the main process and a worker: framed messages on a socket pair.
+"""The wire between the main process and a worker: framed messages on two pipes (commands, replies).
 
 A command frame is a fixed header, an array of entries (which instances, serving which envs, write
 where) and an optional pickled payload. A reply frame is a fixed header and, only when the command
@@ -10,7 +10,7 @@ bytes each way and nothing is pickled on the fast path.
 A *plain* reply answers a step whose envs all ran their k actions with nothing to report: each
 result lies at its entry's destination, or, for claimed slots, at `first` + its position in the
 command, on the reply's page. The main process settles it from the command it sent. Plain replies
-do not take the worker's socket: every worker writes them to one pipe shared by the pool, each in a
+do not take the worker's own pipe: every worker writes them to one pipe shared by the pool, each in a
 single write under PIPE_BUF (so writers never interleave), and the main process takes in all the
 replies that arrived with one read.
 """
@@ -124,7 +124,7 @@ def read_plain(fd: int) -> list[tuple[int, int, int, int, int, float, float]]:
 
 
 class FrameReader:
-    """Whole frames from a stream socket. Bytes of a frame not yet complete wait in the buffer:
+    """Whole frames from a pipe (or any byte stream). Bytes of a frame not yet complete wait in the buffer:
     several commands may be queued to one worker, and their replies can arrive in one read."""
 
     def __init__(self, fd: int, header: struct.Struct, item: np.dtype):

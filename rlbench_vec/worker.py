@@ -28,14 +28,14 @@ from .spec import observation_spec
 
 
 class Replies:
-    """Where a worker's replies go: its socket, or, for a plain reply to a step, the pipe that every
-    worker of the pool shares (see protocol)."""
+    """Where a worker's replies go: its own reply pipe, or, for a plain reply to a step, the pipe that
+    every worker of the pool shares (see protocol)."""
 
     def __init__(self, fd: int, plain_fd: int, spec: WorkerSpec):
         self.fd, self.plain_fd, self.worker, self.generation = fd, plain_fd, spec.worker_index, spec.generation
 
     def step(self, seq: int, status: int, records: np.ndarray, payload: Any, where: tuple) -> None:
-        """A step's answer: plain (no records, nothing to report) on the shared pipe, else on the socket."""
+        """A step's answer: plain (no records, nothing to report) on the shared pipe, else on its own."""
         at, first, exec_s, write_s = where
         if status == OK and not len(records) and payload is None:
             send_plain(self.plain_fd, self.worker, self.generation, seq, at, first, exec_s, write_s)
@@ -43,7 +43,7 @@ class Replies:
             send_reply(self.fd, seq, status, records, payload, page=at, first=first, exec_s=exec_s, write_s=write_s)
 
     def other(self, seq: int, records: np.ndarray, payload: Any, where: tuple) -> None:
-        """The answer to a reset or a call: always on the socket."""
+        """The answer to a reset or a call: always on its own pipe."""
         at, first, exec_s, write_s = where
         send_reply(self.fd, seq, OK, records, payload, page=at, first=first, exec_s=exec_s, write_s=write_s)
 
@@ -52,15 +52,15 @@ class Replies:
             self.step(seq, status, records, payload, where)
 
 
-def serve(replies: Replies, runner: Runner) -> None:
+def serve(command_fd: int, replies: Replies, runner: Runner) -> None:
     """Answer commands until CLOSE or until the main process hangs up. Between commands, reset the
     instances whose episode ended (eager reset), one at a time, while no command waits. A batched
     group's partial steps (BatchedRunner) advance a control step at a time while no command waits."""
     fd = replies.fd
-    reader = command_reader(fd)
+    reader = command_reader(command_fd)
     eager = runner.spec.eager_reset and runner.next_step
     batched = runner if isinstance(runner, BatchedRunner) else None
-    waiting = lambda timeout_s: reader.pending() or bool(select.select([fd], [], [], timeout_s)[0])
+    waiting = lambda timeout_s: reader.pending() or bool(select.select([command_fd], [], [], timeout_s)[0])
     while True:
         if batched is not None and batched.flights and not waiting(batched.patience_s()):
             try:
@@ -96,13 +96,13 @@ def serve(replies: Replies, runner: Runner) -> None:
             runner.reset_one_ahead()
 
 
-def worker_main(spec: WorkerSpec, conn, plain_conn) -> None:
-    """Entry point of a spawned worker process. conn: its socket to the main process; plain_conn:
-    the write end of the pool's pipe for plain replies."""
+def worker_main(spec: WorkerSpec, commands, replies, plain_conn) -> None:
+    """Entry point of a spawned worker process. commands, replies: the read end of its commands' pipe
+    and the write end of its replies'; plain_conn: the write end of the pool's pipe for plain replies."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     display = runner = device_pages = None
     group: EnvGroup | None = None
-    fd = conn.fileno()
+    fd = replies.fileno()
     die_with_parent(spec.parent_pid, spec.parent_is_main_thread, lambda: display is None or display.alive())
     try:
         # Simulators are throughput work: SCHED_BATCH stops a worker woken by a command from
@@ -131,7 +131,7 @@ def worker_main(spec: WorkerSpec, conn, plain_conn) -> None:
     send_reply(fd, 0, OK, payload=facts, pickled=pickled)
     release_boot_output()
     try:
-        serve(Replies(fd, plain_conn.fileno(), spec), runner)
+        serve(commands.fileno(), Replies(fd, plain_conn.fileno(), spec), runner)
     finally:
         _shutdown(runner, display)
 
