@@ -91,8 +91,8 @@ class Writer:
             if fixed:
                 placed.append(Placement(page, fixed, [dest[p] for p in fixed], False))
         if claims:
-            claimed_page, first = self.buffers.claim(entries["env"] if len(claims) == len(dest)
-                                                     else entries["env"][claims])
+            envs = entries["env"].tolist()
+            claimed_page, first = self.buffers.claim(envs if len(claims) == len(dest) else [envs[p] for p in claims])
             placed.append(Placement(claimed_page, claims, list(range(first, first + len(claims))), True))
         return placed
 
