@@ -138,8 +138,8 @@ class SharedBuffers:
         self._lock_fd = os.open(os.path.join(SHM_DIR, name), os.O_RDWR)  # own open file: own flock
         # memoryviews for the claims: their items read and write as Python ints, several times faster
         # than numpy scalars, so the lock is held for well under a microsecond
-        self._control = memoryview(self.arrays.get("control", np.zeros(0, np.int64)))
-        self._page_env = [memoryview(self.arrays[f"page{p}/env"]) for p in (0, 1) if f"page{p}/env" in self.arrays]
+        self._control = self.arrays.get("control", np.zeros(0, np.int64)).data
+        self._page_env = [self.arrays[f"page{p}/env"].data for p in (0, 1) if f"page{p}/env" in self.arrays]
 
     @classmethod
     def create(cls, arrays: dict[str, tuple[tuple[int, ...], np.dtype]]) -> SharedBuffers:
