@@ -75,7 +75,7 @@ def outcomes(outcome: np.ndarray, batch: Batch) -> tuple[np.ndarray, np.ndarray,
     Columns past a row's own command width are stale and read as zero."""
     k = batch.k
     block = outcome[:batch.rows, :, :k]
-    if (batch.widths != k).any():
+    if np.count_nonzero(batch.widths != k):  # count_nonzero: cheaper than any()'s ufunc on few rows
         block = np.where(np.arange(k) < batch.widths[:, None, None], block, 0.0)
     reward = block[:, REWARD].copy()
     flags = block[:, TERMINATED:] > 0  # one comparison for the three flag rows
@@ -97,8 +97,12 @@ def assemble(batch: Batch, obs: Mapping[str, np.ndarray], outcome: np.ndarray,
         raise batch.errors[0]
     rows = batch.rows
     reward, terminated, truncated, executed = outcomes(outcome, batch)
-    observations = {key: _copy(view[:rows]) if copy else view if len(view) == rows else view[:rows]
-                    for key, view in obs.items()}
+    if copy:
+        observations = {key: _copy(view[:rows]) for key, view in obs.items()}
+    elif len(next(iter(obs.values()), ())) == rows:  # views already cut to the rows (all of a page's are alike)
+        observations = dict(obs)
+    else:
+        observations = {key: view[:rows] for key, view in obs.items()}
     info = merge_infos(batch.infos) if any(batch.infos) else {}
     if not chunked:
         return observations, reward[:, 0], terminated[:, 0], truncated[:, 0], info
