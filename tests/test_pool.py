@@ -113,6 +113,26 @@ def test_worker_dead_while_idle_is_detected_and_reported_on_its_next_step(make_e
     assert truncated.tolist() == [True, False] and info["restarted"][0]
 
 
+def open_files() -> list[str]:
+    return sorted(os.listdir("/proc/self/fd"))
+
+
+def test_restarts_keep_the_main_process_files_level_and_close_gives_them_back(make_env):
+    make_env(num_envs=1, cameras=()).close()  # once-per-process files (multiprocessing's tracker) open first
+    before = open_files()
+    env = make_env(num_envs=2, envs_per_worker=1, cameras=())
+    env.reset(seed=0)
+    running = len(open_files())
+    for restarts in range(1, 4):
+        kill(env, 0)
+        time.sleep(0.2)
+        env.step(zeros(2))  # sees the death and replaces the worker
+        assert env.stats()["restarts"].tolist() == [restarts, 0]
+        assert len(open_files()) == running, "a replaced worker's pipes and sentinel are closed"
+    env.close()
+    assert open_files() == before
+
+
 def test_hanging_step_is_killed_at_the_deadline(make_env):
     env = make_env(num_envs=2, envs_per_worker=1, cameras=(), step_timeout_s=1.0)
     env.reset(seed=0)
