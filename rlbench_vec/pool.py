@@ -36,7 +36,7 @@ from .results import Batch
 from .shm import SHM_DIR, SharedBuffers, segment_name
 
 FLIP_RETRY_S = 0.0002
-QUICK_RETRIES = 50  # a worker holds the claims' lock for well under a microsecond: retry at once first
+QUICK_RETRIES = 50  # a worker holds the claims' lock only briefly: retry at once first
 REPORTED = HAS_PAYLOAD | RESTARTED | AUTORESET  # flags of a row that has an info
 T = TypeVar("T")
 

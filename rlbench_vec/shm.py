@@ -136,8 +136,8 @@ class SharedBuffers:
         self._mapping = mapping
         self._owner = owner
         self._lock_fd = os.open(os.path.join(SHM_DIR, name), os.O_RDWR)  # own open file: own flock
-        # memoryviews for the claims: their items read and write as Python ints, several times faster
-        # than numpy scalars, so the lock is held for well under a microsecond
+        # the claims' control and env ids as memoryviews: their items read and write as Python ints,
+        # several times faster than numpy scalars, so the lock is held briefly
         self._control = self.arrays.get("control", np.zeros(0, np.int64)).data
         self._page_env = [self.arrays[f"page{p}/env"].data for p in (0, 1) if f"page{p}/env" in self.arrays]
 
@@ -195,7 +195,7 @@ class SharedBuffers:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         return page, first
 
-    def _try_locked(self, change: Callable[[np.ndarray], T]) -> T | None:
+    def _try_locked(self, change: Callable[[memoryview], T]) -> T | None:
         """change(control) under the claims' lock; None if a worker holds it right now (the main
         process never blocks on it)."""
         try:
@@ -203,30 +203,30 @@ class SharedBuffers:
         except BlockingIOError:
             return None
         try:
-            return change(self.arrays["control"])
+            return change(self._control)
         finally:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def try_flip(self) -> tuple[int, int] | None:
         """Close the filling page and open the other one: (closed page, its claimed slots). The page
         that opens is empty, unless claims went past a limit to it (`try_limit`). None: try again."""
-        def flip(control: np.ndarray) -> tuple[int, int]:
-            page = int(control[FILLING])
+        def flip(control: memoryview) -> tuple[int, int]:
+            page = control[FILLING]
             if not control[LIMIT]:
                 control[2 - page] = 0
             control[LIMIT], control[FILLING] = 0, 1 - page
-            return page, int(control[1 + page])
+            return page, control[1 + page]
         return self._try_locked(flip)
 
     def try_limit(self, slots: int) -> bool | None:
         """While a recv waits for `slots` claims of the filling page, later claims go to the other
         page, which holds the next batch (emptied here when no limit was set yet: its rows were the
         batch before). Returns whether it was emptied; None: try again."""
-        def limit(control: np.ndarray) -> bool:
+        def limit(control: memoryview) -> bool:
             fresh = not control[LIMIT]
             if fresh:
-                control[2 - int(control[FILLING])] = 0
-            control[LIMIT] = max(int(control[LIMIT]), slots)
+                control[2 - control[FILLING]] = 0
+            control[LIMIT] = max(control[LIMIT], slots)
             return fresh
         return self._try_locked(limit)
 
@@ -234,8 +234,8 @@ class SharedBuffers:
         """A recv gives up waiting: lift its limit, unless claims reached it (the filling page then
         holds them, and later claims are already on the other page). Returns whether it was lifted;
         None: try again."""
-        def lift(control: np.ndarray) -> bool:
-            if control[LIMIT] and control[1 + int(control[FILLING])] >= control[LIMIT]:
+        def lift(control: memoryview) -> bool:
+            if control[LIMIT] and control[1 + control[FILLING]] >= control[LIMIT]:
                 return False
             control[LIMIT] = 0
             return True
