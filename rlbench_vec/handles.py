@@ -25,7 +25,7 @@ import numpy as np
 
 from .config import EnvConfig, VectorConfig
 from .process import SPAWN, child_environment
-from .protocol import CLOSE, START, reply_reader, send_command
+from .protocol import CLOSE, START, command_frame, reply_reader
 from .runner import WorkerSpec
 from .shm import SharedBuffers
 from .worker import worker_main
@@ -60,12 +60,14 @@ class Pending:
 
 class Poller:
     """One persistent poll set over every worker's reply pipe and process sentinel, and the shared pipe
-    of plain replies (owner None): a wait is one system call, however many workers there are."""
+    of plain replies (owner None): a wait is one system call, however many workers there are. A
+    command pipe joins it while a command waits for room there (see WorkerHandle.write)."""
 
     def __init__(self, plain_fd: int) -> None:
         self._poll = select.poll()
         self._poll.register(plain_fd, select.POLLIN)
         self._owners: dict[int, WorkerHandle | None] = {plain_fd: None}
+        self._backlogged: dict[int, WorkerHandle] = {}  # command pipe -> its handle, while it has a backlog
 
     def add(self, handle: WorkerHandle) -> None:
         for fd in (handle.reply_fd, handle.process.sentinel):
@@ -76,18 +78,43 @@ class Poller:
         for fd in [fd for fd, owner in self._owners.items() if owner is handle]:
             self._poll.unregister(fd)
             del self._owners[fd]
+        if handle.command_fd in self._backlogged:
+            self.written(handle)
+
+    def write_later(self, handle: WorkerHandle) -> None:
+        self._poll.register(handle.command_fd, select.POLLOUT)
+        self._backlogged[handle.command_fd] = handle
+
+    def written(self, handle: WorkerHandle) -> None:
+        self._poll.unregister(handle.command_fd)
+        del self._backlogged[handle.command_fd]
 
     def wait(self, timeout_s: float) -> list[WorkerHandle | None]:
-        """The workers with something to read (or dead), None for the plain replies' pipe; [] on timeout."""
+        """The workers with something to read (or dead), None for the plain replies' pipe; [] on timeout.
+        Command pipes that have room take more of their backlog meanwhile."""
         events = self._poll.poll(math.ceil(min(timeout_s, 3600.0) * 1000))
+        if self._backlogged:
+            events = [(fd, event) for fd, event in events if not self._write_more(fd)]
         if len(events) == 1:
             return [self._owners[events[0][0]]]
         return list({self._owners[fd]: None for fd, _ in events})
 
+    def _write_more(self, fd: int) -> bool:
+        """If fd is a command pipe with a backlog: write what it takes now."""
+        handle = self._backlogged.get(fd)
+        if handle is not None:
+            handle.flush()
+        return handle is not None
+
 
 class WorkerHandle:
     """One worker process: its pipes (commands to it, replies from it), its queue of commands in
-    flight, its instances. Pipes, not a socket pair: a write that wakes the reader costs less."""
+    flight, its instances. Pipes, not a socket pair: a write that wakes the reader costs less.
+
+    Writing a command never blocks: what its pipe cannot take now waits in `backlog` and is written
+    as the pipe drains, while the main process goes on taking in replies. A worker writing a large
+    reply reads no command until that reply is read, so a blocking write of a large command to it
+    would wait for ever."""
 
     def __init__(self, spec: WorkerSpec, boot_prefix: str, poller: Poller, environ: dict[str, str], plain_conn: Any):
         self.poller = poller
@@ -100,6 +127,7 @@ class WorkerHandle:
         self.conns: tuple = ()  # the main process's ends: the commands' write end, the replies' read end
         self.command_fd = self.reply_fd = -1
         self.reader: Any = None
+        self.backlog: collections.deque[memoryview] = collections.deque()  # command bytes its pipe has no room for yet
         self.pending: collections.deque[Pending] = collections.deque()
         self.seq = 0
         self.restarts = 0
@@ -130,6 +158,7 @@ class WorkerHandle:
         reply_out.close()
         self.process, self.conns = process, (command_out, reply_in)
         self.command_fd, self.reply_fd = command_out.fileno(), reply_in.fileno()
+        os.set_blocking(self.command_fd, False)
         self.reader = reply_reader(self.reply_fd)
         self.poller.add(self)
         self.seq, self.ready = 0, False
@@ -143,13 +172,40 @@ class WorkerHandle:
         return self.track(command, seq, entries, [entry[1] for entry in entries], budget_s, page, k, seeds, restart)
 
     def write(self, command: int, count: int, entries: bytes, page: int = 0, k: int = 0, payload: bytes = b"") -> int:
-        """Write a command's frame (count entries as bytes); returns its seq, for `track`."""
+        """Write a command's frame (count entries as bytes), or queue what its pipe has no room for;
+        returns its seq, for `track`."""
         self.seq += 1
+        frame = command_frame(command, self.seq, entries, count, page, k, payload)
+        if self.backlog:
+            self.backlog.append(memoryview(frame))
+            return self.seq
         try:
-            send_command(self.command_fd, command, self.seq, entries, count, page, k, payload)
+            written = os.write(self.command_fd, frame)
+        except BlockingIOError:
+            written = 0
         except OSError:
-            pass  # the worker is dead: its sentinel reports it
+            return self.seq  # the worker is dead: its sentinel reports it
+        if written < len(frame):
+            self.backlog.append(memoryview(frame)[written:])
+            self.poller.write_later(self)
         return self.seq
+
+    def flush(self) -> None:
+        """Write as much of the backlog as the command pipe takes now."""
+        backlog = self.backlog
+        while backlog:
+            try:
+                written = os.write(self.command_fd, backlog[0])
+            except BlockingIOError:
+                return
+            except OSError:  # the worker is dead: its sentinel reports it
+                backlog.clear()
+                break
+            if written < len(backlog[0]):
+                backlog[0] = backlog[0][written:]
+                return
+            backlog.popleft()
+        self.poller.written(self)
 
     def track(self, command: int, seq: int, entries: list[Entry], envs: list[int], budget_s: float, page: int = 0,
               k: int = 0, seeds: list | None = None, restart: bool = False) -> Pending:
@@ -175,6 +231,7 @@ class WorkerHandle:
             conn.close()
         self.conns, self.command_fd, self.reply_fd, self.ready = (), -1, -1, False
         self.pending.clear()
+        self.backlog.clear()
 
     @property
     def pid(self) -> int | None:

@@ -91,11 +91,11 @@ def _write_all(fd: int, data: bytes) -> None:
             written += os.write(fd, view[written:])
 
 
-def send_command(fd: int, command: int, seq: int, entries: bytes, count: int, page: int = 0, k: int = 0,
-                 payload: bytes = b"") -> None:
-    """entries: `count` ENTRY rows as bytes; payload: the pickled argument (`dumps`), made before the
-    caller commits to sending."""
-    _write_all(fd, COMMAND_HEADER.pack(command, page, k, seq, count, len(payload)) + entries + payload)
+def command_frame(command: int, seq: int, entries: bytes, count: int, page: int = 0, k: int = 0,
+                  payload: bytes = b"") -> bytes:
+    """A command as it travels. entries: `count` ENTRY rows as bytes; payload: the pickled argument
+    (`dumps`), made before the caller commits to sending."""
+    return COMMAND_HEADER.pack(command, page, k, seq, count, len(payload)) + entries + payload
 
 
 def send_reply(fd: int, seq: int, status: int, records: np.ndarray = NO_RECORDS, payload: Any = None, *,

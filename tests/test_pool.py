@@ -450,3 +450,38 @@ def test_recycling_workers_with_their_own_xvfb_never_stalls_a_step_and_removes_t
     for facts in first:
         assert not psutil.pid_exists(facts["xvfb_pid"]) or psutil.Process(facts["xvfb_pid"]).status() == "zombie"
         assert not os.path.exists(facts["display_dir"])
+
+
+@pytest.mark.timeout(60)
+def test_large_calls_to_one_worker_in_both_directions_at_once_do_not_deadlock(make_env):
+    # The worker writes call 0's 4 MB result while the main process writes call 1's 4 MB argument: each
+    # is many times a pipe's buffer, so each side waits for the other to read unless the main side reads
+    # replies while it waits to write.
+    env = make_env(num_envs=2, envs_per_worker=2, cameras=("front",))
+    env.reset(seed=0)
+    blobs = [np.full(1 << 22, value, np.uint8) for value in (3, 7)]
+    env.call_async("noise", blobs[0], env_ids=[0])
+    env.call_async("noise", blobs[1], env_ids=[1])
+    results = dict(env.call_wait())
+    assert sorted(results) == [0, 1]
+    assert all(result.shape == blob.shape for result, blob in zip((results[0], results[1]), blobs))
+    obs, *_ = env.step(zeros(2))
+    assert step_counts(obs) == [1, 1]
+
+
+@pytest.mark.timeout(60)
+def test_a_hung_worker_with_a_large_command_still_to_write_is_restarted_at_its_deadline(make_env):
+    env = make_env(num_envs=2, envs_per_worker=2, cameras=("front",))
+    env.reset(seed=0)
+    env.set_attr("hang_on_reset", [True, False])
+    env.call_async("reset", None, None, env_ids=[0], timeout=1.0)  # hangs: the worker reads no more commands
+    env.call_async("noise", np.zeros(1 << 22, np.uint8), env_ids=[1], timeout=30.0)  # waits for room in its pipe
+    results = dict(env.call_wait())
+    assert sorted(results) == [0, 1] and all(isinstance(result, WorkerError) for result in results.values())
+    obs, reward, terminated, truncated, info = env.step(zeros(2))
+    assert truncated.tolist() == [True, True] and info["restarted"].tolist() == [True, True]
+    assert "no reply to call within 1.0 s" in info["restart_reason"][0]
+    obs, reward, terminated, truncated, info = env.step(zeros(2))  # next-step autoreset after the cut episode
+    assert info["autoreset"].tolist() == [True, True]
+    obs, *_ = env.step(zeros(2))  # the replacement reads whole commands from the start of its own pipe
+    assert step_counts(obs) == [1, 1]
