@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from . import interrupts
 from .config import EnvConfig, VectorConfig
 from .process import SPAWN, child_environment
 from .protocol import CLOSE, START, command_frame, reply_reader
@@ -92,7 +93,7 @@ class Poller:
     def wait(self, timeout_s: float) -> list[WorkerHandle | None]:
         """The workers with something to read (or dead), None for the plain replies' pipe; [] on timeout.
         Command pipes that have room take more of their backlog meanwhile."""
-        events = self._poll.poll(math.ceil(min(timeout_s, 3600.0) * 1000))
+        events = interrupts.wait(self._poll.poll, math.ceil(min(timeout_s, 3600.0) * 1000))
         if self._backlogged:
             events = [(fd, event) for fd, event in events if not self._write_more(fd)]
         if len(events) == 1:

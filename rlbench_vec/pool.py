@@ -198,10 +198,16 @@ class Pool:
         self.table.release(envs)
         return out
 
+    @property
+    def settled(self) -> bool:
+        """No batch is half collected: no claims past a recv's limit, no page closed and not handed out."""
+        return not self.buffers.limited and self.table.draining is None
+
     def drain(self) -> None:
         """Finish everything in flight and discard the results (after an interrupted call)."""
         table = self.table
         self.commands.wait_until(lambda: not table.in_flight().size)
+        table.draining = None  # a page closed by an interrupted recv: its last results are in
         while table.replied[self.buffers.filling]:  # twice where claims went past a recv's limit
             self._close_page()
         for env in table.done().tolist():

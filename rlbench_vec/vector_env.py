@@ -26,7 +26,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from . import checks, shm
+from . import checks, interrupts, shm
 from .backends.base import Demo
 from .calls import Calls, in_env_order, public, raise_first
 from .config import EnvConfig, VectorConfig, split_options
@@ -57,15 +57,20 @@ class _Resources:
     def __init__(self) -> None:
         self.pool: Pool | None = None
         self.buffers: shm.SharedBuffers | None = None
+        interrupts.install()
 
     def release(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-        if self.buffers is not None:
-            self.buffers.unlink()
-            self.buffers = None
+        try:
+            if self.pool is not None:
+                self.pool.close()
+        finally:  # even if a Ctrl-C cut the workers' close short (they die with this process)
+            if self.buffers is not None:
+                self.buffers.unlink()
+                self.buffers = None
+            interrupts.uninstall()
 
 
+@interrupts.hold_in_public_methods
 class RLBenchVectorEnv(VectorEnv):
     """num_envs RLBench-style environments in worker processes, observations in shared memory.
 
@@ -135,7 +140,7 @@ class RLBenchVectorEnv(VectorEnv):
         self._interrupted = False
         self._first_reset = True
         self._calls = Calls(self._pool, n, vc.seed)
-        self._stats_baseline = self._stats_now()
+        self._stats_baseline = self._pool.totals()
         self._last_stats: dict[str, np.ndarray] | None = None
         self.closed = False
 
@@ -171,10 +176,8 @@ class RLBenchVectorEnv(VectorEnv):
         try:
             batch = self._pool.collect(ordered, count, timeout)
         except BaseException as error:
-            if not isinstance(error, WorkerError):
-                # settled next call: a full batch left half collected, or a partial one whose claims
-                # went past its limit (their results lie on two pages)
-                self._interrupted = ordered or self._pool.buffers.limited
+            if not isinstance(error, WorkerError):  # a batch left half collected is settled next call
+                self._interrupted = ordered or not self._pool.settled
             raise
         if batch is None:
             raise TimeoutError(f"fewer than {count} envs finished within {timeout} s; the others are still running: "
@@ -345,19 +348,16 @@ class RLBenchVectorEnv(VectorEnv):
         return [demo for env in sorted(results) for demo in results[env]]
 
     # ------------------------------------------------------------------ stats, info
-    def _stats_now(self) -> dict[str, np.ndarray]:
-        return self._pool.totals()
-
     def stats(self) -> dict[str, np.ndarray]:
         """Per-env totals since start or reset_stats(): exec_s (backend steps), write_s (observation
         writes), reset_s, ipc_s (round trips minus the worker's time in them: pipe, scheduling and
         main-process overhead, shared among a command's envs), steps (executed actions), resets,
         restarts, recycles, errors. After close() it returns the last figures."""
-        now = self._last_stats if self.closed and self._last_stats is not None else self._stats_now()
+        now = self._last_stats if self.closed and self._last_stats is not None else self._pool.totals()
         return {key: value - self._stats_baseline[key] for key, value in now.items()}
 
     def reset_stats(self) -> None:
-        self._stats_baseline = self._stats_now()
+        self._stats_baseline = self._pool.totals()
 
     @property
     def worker_pids(self) -> list[int]:
@@ -381,7 +381,7 @@ class RLBenchVectorEnv(VectorEnv):
     def close(self, **kwargs: Any) -> None:
         """Stop every worker (and its Xvfb) and unlink the shared memory. Idempotent, bounded in time."""
         if getattr(self, "_pool", None) is not None and self._last_stats is None:
-            self._last_stats = self._stats_now()
+            self._last_stats = self._pool.totals()
         if getattr(self, "_output", None) is not None:
             self._output.close()
         if getattr(self, "_finalizer", None) is not None:

@@ -1,0 +1,87 @@
+"""Ctrl-C inside the vector env's calls, through the public API: wherever it lands, the env goes on
+with every env's episode whole, and SIGINT's handler is Python's again once the last env is closed."""
+
+from __future__ import annotations
+
+import random
+import signal
+import threading
+
+import numpy as np
+import pytest
+from test_pool import step_counts, zeros
+
+from rlbench_vec import ConfigError
+
+
+def interrupt_main_thread_after(seconds: float) -> threading.Timer:
+    """SIGINT to the main thread (os.kill may hand it to another thread, which raises nothing)."""
+    return threading.Timer(seconds, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+
+
+def test_ctrl_c_at_random_moments_of_send_and_recv_loses_no_reply(make_env):
+    # Before interrupts were held back, some of these landed between reading replies from the pipe and
+    # taking them in: the envs waited for replies already read, until their deadline restarted them.
+    env = make_env(num_envs=8, envs_per_worker=1, cameras=("front",), max_episode_steps=100_000, step_timeout_s=5.0,
+                   backend_options={"step_cost_s": 0.001, "step_cost_dist": "pareto"})
+    env.reset(seed=0)
+    rng = random.Random(0)
+    last, interrupted = np.zeros(8, int), 0
+    for _ in range(300):
+        timer = interrupt_main_thread_after(rng.uniform(0.0, 0.004))
+        try:
+            env.send(zeros(8))
+            timer.start()
+            env.recv(min_envs=4)
+            timer.join()
+        except KeyboardInterrupt:
+            interrupted += 1
+        while True:  # the interrupt may land after recv returned, once
+            try:
+                timer.join()
+                try:
+                    env.recv()
+                except ConfigError:
+                    pass  # nothing in flight: all returned, or dropped after an interrupt
+                obs, *_ = env.step(zeros(8))
+                break
+            except KeyboardInterrupt:
+                interrupted += 1
+        counts = np.array(step_counts(obs))
+        assert (counts > last).all(), (last, counts)  # every env stepped; no episode restarted
+        last = counts
+    assert interrupted > 100
+    assert env.stats()["restarts"].sum() == 0
+
+
+def test_sigint_is_pythons_again_once_the_last_env_is_closed(make_env):
+    first, second = make_env(num_envs=1, cameras=()), make_env(num_envs=1, cameras=())
+    assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    first.close()
+    assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    second.close()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_sigint_handler_of_your_own_is_left_alone(make_env):
+    calls: list[int] = []
+
+    def own(signum: int, frame: object) -> None:
+        calls.append(signum)
+
+    previous = signal.signal(signal.SIGINT, own)
+    try:
+        env = make_env(num_envs=1, cameras=())
+        assert signal.getsignal(signal.SIGINT) is own
+        signal.raise_signal(signal.SIGINT)
+        assert calls == [signal.SIGINT]
+        env.close()
+        assert signal.getsignal(signal.SIGINT) is own
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_outside_any_call_raises_at_once(make_env):
+    make_env(num_envs=1, cameras=())
+    with pytest.raises(KeyboardInterrupt):
+        signal.raise_signal(signal.SIGINT)
