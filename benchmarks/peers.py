@@ -52,20 +52,11 @@ import numpy as np
 from peer_env import ACTION_SIZE, cost_attrs, make_peer
 from peers_puffer import NOT_IMPORTABLE, WARMUP_STEPS
 from peers_puffer import SYSTEMS as PUFFER_SYSTEMS
+from step_costs import SETTINGS
 
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.cli import ArgumentParser, run_main
 
-# name -> synthetic backend options, and env-steps timed per measurement (spread over the envs, at
-# least one chunk of 16 per env): enough for stable numbers, few enough for a 2-core machine
-SETTINGS: dict[str, dict[str, Any]] = {
-    "0 ms": {"options": {"step_cost_s": 0.0}, "env_steps": 1024},
-    "10 ms": {"options": {"step_cost_s": 0.01}, "env_steps": 256},
-    "heavy-tailed": {
-        "options": {"step_cost_s": 0.01, "step_cost_dist": "pareto", "reset_cost_s": 0.05, "episode_length": 10},
-        "env_steps": 256,
-    },
-}
 SYSTEMS = ("rlbench_vec sync", "rlbench_vec chunk16", "rlbench_vec async", "rlbench_vec sync 1/worker",
            "rlbench_vec async 1/worker", "gymnasium async", "sb3 subproc", *PUFFER_SYSTEMS)
 CHUNK = 16

@@ -44,6 +44,16 @@ def busy_wait(seconds: float) -> None:
         pass
 
 
+def draw_cost(rng: np.random.Generator, mean: float, dist: str) -> float:
+    """One step's cost: `mean`, or with "pareto" a Pareto draw (shape PARETO_SHAPE) of that mean."""
+    if mean <= 0:
+        return 0.0
+    if dist == "pareto":
+        scale = mean * (PARETO_SHAPE - 1) / PARETO_SHAPE
+        return float(scale * (1.0 + rng.pareto(PARETO_SHAPE)))
+    return mean
+
+
 class SyntheticBackend(Backend):
     name = "synthetic"
 
@@ -86,12 +96,7 @@ class SyntheticBackend(Backend):
         self._noise: dict[tuple[int, str], tuple[int, np.ndarray]] = {}
 
     def _cost(self, mean: float) -> float:
-        if mean <= 0:
-            return 0.0
-        if self.options.get("step_cost_dist", "constant") == "pareto":
-            scale = mean * (PARETO_SHAPE - 1) / PARETO_SHAPE
-            return float(scale * (1.0 + self.rng.pareto(PARETO_SHAPE)))
-        return mean
+        return draw_cost(self.rng, mean, self.options.get("step_cost_dist", "constant"))
 
     def reset(self, seed: int | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
         if self.hang_on_reset:
