@@ -22,15 +22,21 @@ T = TypeVar("T")
 
 
 class _State:
-    users = 0  # vector envs alive that installed on_sigint
-    depth = 0  # calls in progress in the main thread
-    waiting = False  # the main thread waits for workers: an interrupt loses nothing there
-    held = False  # an interrupt arrived while a call was not waiting
+    __slots__ = ("users", "depth", "waiting", "held")
+
+    def __init__(self) -> None:
+        self.users = 0  # vector envs alive that installed on_sigint
+        self.depth = 0  # calls in progress in the main thread
+        self.waiting = False  # the main thread waits for workers: an interrupt loses nothing there
+        self.held = False  # an interrupt arrived while a call was not waiting
+
+
+STATE = _State()  # an instance, not class attributes: writing those invalidates caches
 
 
 def on_sigint(signum: int, frame: Any) -> None:
-    if _State.depth and not _State.waiting:
-        _State.held = True
+    if STATE.depth and not STATE.waiting:
+        STATE.held = True
         return
     raise KeyboardInterrupt
 
@@ -42,15 +48,15 @@ def install() -> None:
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, on_sigint)
     if signal.getsignal(signal.SIGINT) is on_sigint:
-        _State.users += 1
+        STATE.users += 1
 
 
 def uninstall() -> None:
     """A vector env that installed on_sigint closed: the last one gives SIGINT back to Python."""
-    if threading.get_ident() != MAIN_THREAD or not _State.users:
+    if threading.get_ident() != MAIN_THREAD or not STATE.users:
         return
-    _State.users -= 1
-    if not _State.users and signal.getsignal(signal.SIGINT) is on_sigint:
+    STATE.users -= 1
+    if not STATE.users and signal.getsignal(signal.SIGINT) is on_sigint:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
@@ -61,13 +67,13 @@ def held(method: Callable[..., T]) -> Callable[..., T]:
     def call(*args: Any, **kwargs: Any) -> T:
         if threading.get_ident() != MAIN_THREAD:
             return method(*args, **kwargs)
-        _State.depth += 1
+        STATE.depth += 1
         try:
             return method(*args, **kwargs)
         finally:
-            _State.depth -= 1
-            if not _State.depth and _State.held:
-                _State.held = False
+            STATE.depth -= 1
+            if not STATE.depth and STATE.held:
+                STATE.held = False
                 raise KeyboardInterrupt  # held back during the call, raised now that the call is whole
 
     return call
@@ -85,11 +91,11 @@ def wait(poll: Callable[[int], T], timeout_ms: int) -> T:
     """poll(timeout_ms), where a Ctrl-C held back or arriving meanwhile is raised."""
     if threading.get_ident() != MAIN_THREAD:
         return poll(timeout_ms)
-    _State.waiting = True
+    STATE.waiting = True
     try:
-        if _State.held:
-            _State.held = False
+        if STATE.held:
+            STATE.held = False
             raise KeyboardInterrupt
         return poll(timeout_ms)
     finally:
-        _State.waiting = False
+        STATE.waiting = False
