@@ -41,19 +41,22 @@ def on_sigint(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def install() -> None:
-    """A vector env starts: take over SIGINT from Python's default handler (never from another one)."""
+def install() -> bool:
+    """A vector env starts: take over SIGINT from Python's default handler (never from another one).
+    Returns whether this env counts as a user of on_sigint (pass it to `uninstall`)."""
     if threading.get_ident() != MAIN_THREAD:
-        return
+        return False
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, on_sigint)
-    if signal.getsignal(signal.SIGINT) is on_sigint:
-        STATE.users += 1
+    if signal.getsignal(signal.SIGINT) is not on_sigint:
+        return False
+    STATE.users += 1
+    return True
 
 
-def uninstall() -> None:
-    """A vector env that installed on_sigint closed: the last one gives SIGINT back to Python."""
-    if threading.get_ident() != MAIN_THREAD or not STATE.users:
+def uninstall(counted: bool) -> None:
+    """A vector env closed: the last one that counted as a user gives SIGINT back to Python."""
+    if not counted or threading.get_ident() != MAIN_THREAD:
         return
     STATE.users -= 1
     if not STATE.users and signal.getsignal(signal.SIGINT) is on_sigint:

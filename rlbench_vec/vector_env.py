@@ -57,7 +57,7 @@ class _Resources:
     def __init__(self) -> None:
         self.pool: Pool | None = None
         self.buffers: shm.SharedBuffers | None = None
-        interrupts.install()
+        self.sigint = interrupts.install()  # whether this env counts as a user of its SIGINT handler
 
     def release(self) -> None:
         try:
@@ -67,7 +67,7 @@ class _Resources:
             if self.buffers is not None:
                 self.buffers.unlink()
                 self.buffers = None
-            interrupts.uninstall()
+            interrupts.uninstall(self.sigint)
 
 
 @interrupts.hold_in_public_methods

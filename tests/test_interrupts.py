@@ -81,6 +81,20 @@ def test_a_sigint_handler_of_your_own_is_left_alone(make_env):
         signal.signal(signal.SIGINT, previous)
 
 
+def test_an_env_made_under_your_handler_does_not_give_sigint_back_for_the_others(make_env):
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: None)
+    try:
+        mine = make_env(num_envs=1, cameras=())  # made under your handler: it leaves SIGINT alone
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        other = make_env(num_envs=1, cameras=())
+        mine.close()
+        assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler  # still held for `other`
+        other.close()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_ctrl_c_outside_any_call_raises_at_once(make_env):
     make_env(num_envs=1, cameras=())
     with pytest.raises(KeyboardInterrupt):
