@@ -17,6 +17,9 @@ from rlbench_vec.shm import PREFIX, SHM_DIR
 # Some test modules import libraries that import MuJoCo (torchrl.envs does) at collection; the tests
 # that render in this process need it to load the headless renderer the backend would pick.
 os.environ.update(renderer_environ(EnvConfig(backend="mujoco")))
+# The Ctrl-C tests need SIGINT as Python sets it up in a foreground process: a shell starts a background
+# job (`pytest &`, a CI runner's) with SIGINT ignored, which its children would inherit.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def own_segments() -> set[str]:
