@@ -15,7 +15,8 @@ from rlbench_vec import ConfigError
 
 
 def interrupt_main_thread_after(seconds: float) -> threading.Timer:
-    """SIGINT to the main thread (os.kill may hand it to another thread, which raises nothing)."""
+    """SIGINT to the main thread itself, so a wait there is cut at once (os.kill lets the kernel pick a
+    thread, and the main thread may then notice only after its wait ends)."""
     return threading.Timer(seconds, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
 
 
