@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .backends.base import EnvGroup, GroupStep
-from .delivery import Delivery
+from .delivery import Delivery, Route
 from .protocol import CLAIM, OK, PARTIAL
 from .runner import Runner, WorkerSpec
 from .shm import SharedBuffers
@@ -34,9 +34,7 @@ class Flight:
 
     seq: int
     page: int
-    entries: np.ndarray
-    local: list[int]
-    envs: list[int]
+    route: Route
     d: Delivery
     block: np.ndarray  # (m, 4, 1) outcomes by position, copied into the writer's block when delivered
     left: int = 0
@@ -62,10 +60,11 @@ class BatchedRunner(Runner):
         return 0.0 if 2 * len(self.flying) >= self.group.size else min(self._control_step_s, MAX_PATIENCE_S)
 
     def start_step(self, seq: int, page: int, entries: np.ndarray) -> list[Answer]:
-        local, envs = entries["instance"].tolist(), entries["env"].tolist()
+        route = self.out.route(entries)
+        local = route.local
         m = len(local)
-        flight = Flight(seq, page, entries, local, envs, Delivery(m), np.zeros((m, 4, 1)), left=m)
-        active = self._autoreset(flight.d, flight.block, local, envs)
+        flight = Flight(seq, page, route, Delivery(m), np.zeros((m, 4, 1)), left=m)
+        active = self._autoreset(flight.d, flight.block, local, route.envs)
         self.flights[seq] = flight
         if active:
             rows = entries if len(active) == m else entries[active]
@@ -92,18 +91,19 @@ class BatchedRunner(Runner):
                              {i: result.errors[j] for i, j in enumerate(rows) if j in result.errors},
                              result.seconds * len(rows) / len(done),
                              None if result.truncated is None else result.truncated[rows])
-            ended = self._outcomes(flight.d, flight.block, 0, positions, flight.local, part)
+            local = flight.route.local
+            ended = self._outcomes(flight.d, flight.block, 0, positions, local, part)
             if self.spec.video is not None:
-                self._capture([flight.local[p] for p in positions])
+                self._capture([local[p] for p in positions])
             if ended:
-                self._end(flight.d, ended, flight.local)
+                self._end(flight.d, ended, local)
             answers.append(self._deliver(flight, positions))
         return answers
 
     def _deliver(self, flight: Flight, positions: list[int]) -> Answer:
         """Write these positions' results and answer them: OK when they are the flight's last."""
         positions = sorted(positions)
-        m, whole = len(positions), len(positions) == len(flight.local)
+        m, whole = len(positions), len(positions) == len(flight.route.local)
         source = flight.d
         d = source if whole else Delivery(m)
         if not whole:
@@ -114,10 +114,8 @@ class BatchedRunner(Runner):
             d.blind = {i for i, p in enumerate(positions) if p in source.blind}
             d.plain = False  # only a reply that answers the whole command may be plain
         self.block[:m, :, :1] = flight.block[positions]
-        entries = flight.entries if whole else flight.entries[positions]
-        local, envs = [flight.local[p] for p in positions], [flight.envs[p] for p in positions]
-        records, payload, plain = self.out.deliver(d, entries, local, envs, self.out.place(flight.page, entries), 1,
-                                                   self.reset_s)
+        route = flight.route if whole else self.out.route(flight.route.entries[positions])
+        records, payload, plain = self.out.deliver(d, route, self.out.place(flight.page, route), 1, self.reset_s)
         flight.left -= m
         if flight.left:
             return flight.seq, PARTIAL, records, payload, plain

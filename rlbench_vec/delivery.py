@@ -16,6 +16,7 @@ from .protocol import CLAIM, EPISODE_OVER, ERROR, HAS_PAYLOAD, NO_RECORDS, RECOR
 from .shm import SharedBuffers
 
 REWARD, TERMINATED, TRUNCATED, EXECUTED = range(4)  # rows of a slot's `outcome` block (4, max_chunk)
+MAX_ROUTES = 1024
 
 
 class Delivery:
@@ -47,17 +48,52 @@ class Delivery:
         self.flag(position, ERROR)
 
 
+class Route:
+    """A command's entries as the worker uses them, parsed once: a full batch sends the same entries
+    with every step, and a partial batch the same ones with every send to the same envs."""
+
+    __slots__ = ("entries", "local", "envs", "instances", "env_rows", "claims", "claim_envs", "fixed", "placements")
+
+    def __init__(self, entries: np.ndarray):
+        self.entries = entries.copy()  # the received frame's bytes are reused
+        self.local: list[int] = entries["instance"].tolist()
+        self.envs: list[int] = entries["env"].tolist()
+        self.instances = np.array(self.local, np.int64)
+        self.env_rows = _rows(self.envs)  # the actions' rows: a slice where the envs are consecutive
+        dest = entries["dest"].tolist()
+        self.claims = [p for p, slot in enumerate(dest) if slot == CLAIM]
+        self.claim_envs = [self.envs[p] for p in self.claims]
+        self.fixed = [p for p, slot in enumerate(dest) if slot >= 0]  # HOLD entries go nowhere
+        self.placements: list[Placement | None] = [None, None]  # the fixed destinations' per page, made once
+
+    def placement(self, page: int) -> Placement:
+        placement = self.placements[page]
+        if placement is None:
+            dest = self.entries["dest"].tolist()
+            placement = self.placements[page] = Placement(page, self.fixed, [dest[p] for p in self.fixed], False,
+                                                          self.instances)
+        return placement
+
+
 class Placement:
-    """Where some of a command's results go: the positions written to one page and their slots, and
-    the rows to copy them to (a slice when the slots are consecutive, the usual case)."""
+    """Where some of a command's results go: the positions written to one page, their instances and
+    slots, and the rows to copy them to (a slice when the slots are consecutive, the usual case)."""
 
-    __slots__ = ("page", "positions", "slots", "rows", "claimed")
+    __slots__ = ("page", "positions", "slots", "rows", "claimed", "instances", "slot_array")
 
-    def __init__(self, page: int, positions: list[int], slots: list[int], claimed: bool):
+    def __init__(self, page: int, positions: list[int], slots: list[int], claimed: bool, instances: np.ndarray):
+        """instances: the local instance of every entry of the command."""
         self.page, self.positions, self.slots, self.claimed = page, positions, slots, claimed
-        first = slots[0]
-        consecutive = slots == list(range(first, first + len(slots)))
-        self.rows: Any = slice(first, first + len(slots)) if consecutive else np.array(slots)
+        self.rows: Any = _rows(slots)
+        self.instances = instances if len(positions) == len(instances) else instances[positions]
+        self.slot_array = np.array(slots, np.int64)
+
+
+def _rows(indices: list[int]) -> Any:
+    """indices as an index: a slice where they are consecutive (cheaper to read and assign through)."""
+    first = indices[0] if indices else 0
+    return slice(first, first + len(indices)) if indices == list(range(first, first + len(indices))) else \
+        np.array(indices, np.int64)
 
 
 class Writer:
@@ -79,54 +115,58 @@ class Writer:
             [{key: view[:, t] for key, view in observations[p].get("chunk", {}).items()} for t in range(max_chunk)]
             for p in (0, 1)
         ] if every_step else None
+        self.routes: dict[bytes, Route] = {}
 
-    def place(self, page: int, entries: np.ndarray) -> list[Placement]:
+    def route(self, entries: np.ndarray) -> Route:
+        """The parsed form of these entries, from the cache when the same entries came before."""
+        key = entries.tobytes()
+        route = self.routes.get(key)
+        if route is None:
+            if len(self.routes) >= MAX_ROUTES:  # partial batches of changing subsets: keep the cache small
+                self.routes.clear()
+            route = self.routes[key] = Route(entries)
+        return route
+
+    def place(self, page: int, route: Route) -> list[Placement]:
         """Each entry's slot: its fixed destination on `page`, or the next free slots of the filling
         page (claimed together, so consecutive). Entries held (HOLD) go nowhere."""
-        dest = entries["dest"].tolist()
-        claims = [p for p, slot in enumerate(dest) if slot == CLAIM]
-        placed = []
-        if len(claims) < len(dest):
-            fixed = [p for p, slot in enumerate(dest) if slot >= 0]
-            if fixed:
-                placed.append(Placement(page, fixed, [dest[p] for p in fixed], False))
-        if claims:
-            envs = entries["env"].tolist()
-            claimed_page, first = self.buffers.claim(envs if len(claims) == len(dest) else [envs[p] for p in claims])
-            placed.append(Placement(claimed_page, claims, list(range(first, first + len(claims))), True))
+        placed = [route.placement(page)] if route.fixed else []
+        if route.claims:
+            claimed_page, first = self.buffers.claim(route.claim_envs)
+            slots = list(range(first, first + len(route.claims)))
+            placed.append(Placement(claimed_page, route.claims, slots, True, route.instances))
         return placed
 
-    def observe(self, d: Delivery, entries: np.ndarray, placed: list[Placement], wanted: set[int] | None,
-                 t: int | None = None) -> None:
+    def observe(self, d: Delivery, placed: list[Placement], wanted: set[int] | None, t: int | None = None) -> None:
         """Observations of the entries at `wanted` (None: all) into their slots: the result's, or (t)
         a chunk's sub-step t. A failure is reported as the entry's error."""
         start = time.perf_counter()
         for place in placed:
-            positions, slots = place.positions, place.slots
+            positions, instances, slots = place.positions, place.instances, place.slot_array
             if wanted is not None:
                 keep = [j for j, p in enumerate(positions) if p in wanted]
-                positions, slots = [positions[j] for j in keep], [slots[j] for j in keep]
+                positions, instances, slots = [positions[j] for j in keep], instances[keep], slots[keep]
             if not positions:
                 continue
-            chosen = entries["instance"] if len(positions) == len(entries) else entries["instance"][positions]
             views = self.obs[place.page] if t is None or self.chunk_views is None else self.chunk_views[place.page][t]
-            for j, error in self.group.observe(chosen, views, np.array(slots)).items():
+            for j, error in self.group.observe(instances, views, slots).items():
                 d.error(positions[j], error)
                 if t is None:
                     d.flag(positions[j], EPISODE_OVER)
-                    self.lost(int(chosen[j]))
+                    self.lost(int(instances[j]))
         d.write_s += time.perf_counter() - start
 
-    def deliver(self, d: Delivery, entries: np.ndarray, local: list[int], envs: list[int],
-                placed: list[Placement], k: int, reset_s: list[float]) -> tuple[np.ndarray, dict | None, tuple]:
+    def deliver(self, d: Delivery, route: Route, placed: list[Placement], k: int,
+                reset_s: list[float]) -> tuple[np.ndarray, dict | None, tuple]:
         """Write outcomes and observations of the entries with a destination. Returns the reply's
         records (none when plain), payload, and a plain reply's (page, first claimed slot, exec
         seconds, write seconds)."""
+        local, envs = route.local, route.envs
         m = len(local)
         for place in placed:
             block = self.block[:m] if len(place.positions) == m else self.block[place.positions]
             self.outcome[place.page][place.rows, :, :k] = block[:, :, :k]
-        self.observe(d, entries, placed, set(range(m)) - d.blind if d.blind else None)
+        self.observe(d, placed, set(range(m)) - d.blind if d.blind else None)
         if d.plain and len(placed) == 1 and len(placed[0].positions) == m:
             place = placed[0]
             return NO_RECORDS, None, (place.page, place.slots[0] if place.claimed else CLAIM, sum(d.exec_s),

@@ -23,7 +23,7 @@ import numpy as np
 
 from .backends.base import EnvGroup, GroupStep, failure
 from .config import EnvConfig, VideoConfig
-from .delivery import EXECUTED, REWARD, TERMINATED, TRUNCATED, Delivery, Placement, Writer
+from .delivery import EXECUTED, REWARD, TERMINATED, TRUNCATED, Delivery, Placement, Route, Writer
 from .protocol import (
     AUTORESET,
     CLAIM,
@@ -141,20 +141,22 @@ class Runner:
     def step(self, page: int, k: int, entries: np.ndarray) -> tuple[np.ndarray, dict | None, tuple]:
         """k actions for each entry (autoresetting those whose episode is over). Returns the records
         (none: a plain reply), the payload and the plain reply's (page, first slot, exec s, write s)."""
-        local, envs = entries["instance"].tolist(), entries["env"].tolist()
+        route = self.out.route(entries)
+        local = route.local
         m = len(local)
         d = Delivery(m)
         over, notice = self.over, self.notice
-        if k > 1 or any(over[i] or notice[i] for i in local):
+        special = any(over[i] or notice[i] for i in local)
+        if k > 1 or special:
             self.block[:m, :, :k] = 0.0  # actions an entry does not run read as zeros
-        active = self._autoreset(d, self.block, local, envs)
+        active = self._autoreset(d, self.block, local, route.envs) if special else list(range(m))
         # claim slots after stepping, so a slow env holds no slot while it steps; but sub-step
         # observations (chunk_obs="all") need their slots from the first sub-step
-        placed = self.out.place(page, entries) if self.out.chunk_views is not None else None
-        self._run(d, entries, local, k, active, placed)
+        placed = self.out.place(page, route) if self.out.chunk_views is not None else None
+        self._run(d, route, k, active, placed)
         if placed is None:
-            placed = self.out.place(page, entries)
-        return self.out.deliver(d, entries, local, envs, placed, k, self.reset_s)
+            placed = self.out.place(page, route)
+        return self.out.deliver(d, route, placed, k, self.reset_s)
 
     def _autoreset(self, d: Delivery, block: np.ndarray, local: list[int], envs: list[int]) -> list[int]:
         """Autoreset the entries whose episode is over, answer those a restart replaced; returns the
@@ -192,21 +194,23 @@ class Runner:
             d.flag(position, EPISODE_OVER)
             self.over[i] = True
 
-    def _run(self, d: Delivery, entries: np.ndarray, local: list[int], k: int, active: list[int],
-             placed: list[Placement] | None) -> None:
+    def _run(self, d: Delivery, route: Route, k: int, active: list[int], placed: list[Placement] | None) -> None:
         """Up to k actions for the entries at `active`, each stopping at its episode's end."""
+        local = route.local
         m = len(local)
         for t in range(k):
             if not active:
                 return
-            whole = len(active) == m
-            rows = entries if whole else entries[active]
-            result = self.group.step(rows["instance"], self.actions[rows["env"], t])
+            if len(active) == m:  # a copy: a backend may keep the action beyond the call
+                instances, actions = route.instances, self.actions[route.env_rows, t].copy()
+            else:
+                instances, actions = route.instances[active], self.actions[[route.envs[p] for p in active], t]
+            result = self.group.step(instances, actions)
             ended = self._outcomes(d, self.block, t, active, local, result)
             if self.spec.video is not None:
                 self._capture([local[p] for p in active])
             if placed is not None:  # chunk_obs="all": the observation after sub-step t
-                self.out.observe(d, entries, placed, None if len(active) == m else set(active), t)
+                self.out.observe(d, placed, None if len(active) == m else set(active), t)
             if ended:
                 self._end(d, ended, local)
                 gone = set(ended)
@@ -265,7 +269,8 @@ class Runner:
     def reset(self, page: int, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None, tuple]:
         """payload: (seeds, options, kinds), one each per entry (see protocol's reset kinds)."""
         seeds, options, kinds = payload
-        local, envs, dest = entries["instance"].tolist(), entries["env"].tolist(), entries["dest"].tolist()
+        route = self.out.route(entries)
+        local, envs, dest = route.local, route.envs, entries["dest"].tolist()
         for i, env, kind in zip(local, envs, kinds):
             self.env[i] = -1 if kind == SPARE else env
         # a reset done ahead (eager, after a restart) serves a reset that asks for no seed or options
@@ -292,7 +297,7 @@ class Runner:
                     self.notice[i] = False
                     d.flag(position, RESTARTED)
                 self._take_reset(d, position, i)
-        return self.out.deliver(d, entries, local, envs, self.out.place(page, entries), 1, self.reset_s)
+        return self.out.deliver(d, route, self.out.place(page, route), 1, self.reset_s)
 
     def call(self, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None, tuple]:
         name, args, kwargs, ends_episode = payload
