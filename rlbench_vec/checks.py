@@ -5,6 +5,7 @@ wrong and how to fix it, before anything is sent to a worker.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,11 +39,12 @@ def actions(values: Any, count: int, chunked: bool, max_chunk: int, config: EnvC
         raise ActionError(f"actions have shape {array.shape}; expected {expected} for arm_mode="
                           f"{config.arm_mode!r} + gripper_mode={config.gripper_mode!r}.")
     array = array.astype(np.float32, copy=False).reshape(count, -1, a)
-    if not np.isfinite(array.sum()) and not np.isfinite(array).all():  # a sum is cheaper; it overflows rarely
+    # ufuncs' reduce, not the methods' wrappers: a step's few actions cost less than the calls
+    if not math.isfinite(np.add.reduce(array, axis=None)) and not np.isfinite(array).all():  # overflows rarely
         rows = sorted({int(r) for r in np.argwhere(~np.isfinite(array))[:, 0]})
         raise ActionError(f"actions contain NaN or inf (rows {rows}); send finite values.")
     gripper = array[..., -1]
-    if gripper.min() < low[-1] or gripper.max() > high[-1]:
+    if np.minimum.reduce(gripper, axis=None) < low[-1] or np.maximum.reduce(gripper, axis=None) > high[-1]:
         array = array.copy()
         np.clip(array[..., -1], low[-1], high[-1], out=array[..., -1])
     return array

@@ -70,13 +70,16 @@ def merge_infos(infos: Sequence[Mapping[str, Any] | None]) -> dict[str, Any]:
     return merged
 
 
-def outcomes(outcome: np.ndarray, batch: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """reward, terminated, truncated, executed: (rows, K) from the page's outcome block (rows, 4, K).
-    Columns past a row's own command width are stale and read as zero."""
-    k = batch.k
-    block = outcome[:batch.rows, :, :k]
-    if np.count_nonzero(batch.widths != k):  # count_nonzero: cheaper than any()'s ufunc on few rows
-        block = np.where(np.arange(k) < batch.widths[:, None, None], block, 0.0)
+def outcomes(outcome: np.ndarray, batch: Batch, chunked: bool = True) -> tuple[np.ndarray, ...]:
+    """reward, terminated, truncated, executed: (rows, K) from the page's outcome block (rows, 4, K),
+    or (rows,) for a batch that is not chunked (K = 1). Columns past a row's own command width are
+    stale and read as zero. Few numpy calls: each costs more than its work on a batch this small."""
+    widths = batch.widths.tolist()
+    k = max(widths, default=1)
+    block = outcome[:batch.rows, :, :k] if chunked else outcome[:batch.rows, :, 0]
+    if widths.count(k) != len(widths):
+        mask = np.arange(k) < batch.widths[:, None, None] if chunked else batch.widths[:, None] > 0
+        block = np.where(mask, block, 0.0)
     reward = block[:, REWARD].copy()
     flags = block[:, TERMINATED:] > 0  # one comparison for the three flag rows
     return reward, flags[:, 0], flags[:, 1], flags[:, 2]
@@ -96,7 +99,7 @@ def assemble(batch: Batch, obs: Mapping[str, np.ndarray], outcome: np.ndarray,
     if batch.errors:
         raise batch.errors[0]
     rows = batch.rows
-    reward, terminated, truncated, executed = outcomes(outcome, batch)
+    reward, terminated, truncated, executed = outcomes(outcome, batch, chunked)
     if copy:
         observations = {key: _copy(view[:rows]) for key, view in obs.items()}
     elif len(next(iter(obs.values()), ())) == rows:  # views already cut to the rows (all of a page's are alike)
@@ -105,7 +108,7 @@ def assemble(batch: Batch, obs: Mapping[str, np.ndarray], outcome: np.ndarray,
         observations = {key: view[:rows] for key, view in obs.items()}
     info = merge_infos(batch.infos) if any(batch.infos) else {}
     if not chunked:
-        return observations, reward[:, 0], terminated[:, 0], truncated[:, 0], info
+        return observations, reward, terminated, truncated, info
     info["executed"] = executed
     if chunk:
         k = batch.k
