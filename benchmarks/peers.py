@@ -122,13 +122,21 @@ def time_sb3(env, steps: int) -> tuple[int, float]:
 
 
 # ---------------------------------------------------------------------- one system, every setting
+def median_run(runs: list[tuple[int, float]]) -> tuple[int, float]:
+    """The run with the median env-steps/s (the faster middle one of an even count)."""
+    return sorted(runs, key=lambda run: run[0] / run[1])[len(runs) // 2]
+
+
 def steps_per_env(setting: dict[str, Any], n: int, scale: float) -> int:
     """Timed actions per env: the setting's env-step budget over n envs, in whole chunks."""
     return CHUNK * max(1, math.ceil(setting["env_steps"] * scale / n / CHUNK))
 
 
-def measure(system: str, n: int, settings: dict[str, dict[str, Any]], scale: float) -> dict[str, tuple[int, float]]:
-    """Build `system` with n envs once; time it under each setting."""
+Runs = list[tuple[int, float]]  # (env-steps, seconds) of each timed run
+
+
+def measure(system: str, n: int, settings: dict[str, dict[str, Any]], scale: float, repeats: int) -> dict[str, Runs]:
+    """Build `system` with n envs once; time it `repeats` times in a row under each setting."""
     out = {}
     if system.startswith("rlbench_vec"):
         mode, *grouping = system.split()[1:]  # "1/worker": one env per worker, as real RLBench runs
@@ -137,7 +145,7 @@ def measure(system: str, n: int, settings: dict[str, dict[str, Any]], scale: flo
             for name, setting in settings.items():
                 for attr, value in cost_attrs(setting["options"]).items():
                     env.set_attr(attr, value)
-                out[name] = time_ours(env, mode, steps_per_env(setting, n, scale))
+                out[name] = [time_ours(env, mode, steps_per_env(setting, n, scale)) for _ in range(repeats)]
     elif system == "gymnasium async":
         env = gym.vector.AsyncVectorEnv(
             [make_peer(i) for i in range(n)], shared_memory=True, copy=False, context="spawn"
@@ -145,7 +153,7 @@ def measure(system: str, n: int, settings: dict[str, dict[str, Any]], scale: flo
         try:
             for name, setting in settings.items():
                 env.call("set_costs", setting["options"])
-                out[name] = time_gymnasium(env, steps_per_env(setting, n, scale))
+                out[name] = [time_gymnasium(env, steps_per_env(setting, n, scale)) for _ in range(repeats)]
         finally:
             env.close()
     else:
@@ -155,7 +163,7 @@ def measure(system: str, n: int, settings: dict[str, dict[str, Any]], scale: flo
         try:
             for name, setting in settings.items():
                 env.env_method("set_costs", setting["options"])
-                out[name] = time_sb3(env, steps_per_env(setting, n, scale))
+                out[name] = [time_sb3(env, steps_per_env(setting, n, scale)) for _ in range(repeats)]
         finally:
             env.close()
     return out
@@ -166,13 +174,14 @@ class Skipped(Exception):
 
 
 def measure_pufferlib(
-    system: str, n: int, settings: dict[str, dict[str, Any]], scale: float, python: str | None, workers: int
-) -> tuple[dict[str, tuple[int, float]], dict[str, Any]]:
+    system: str, n: int, settings: dict[str, dict[str, Any]], scale: float, repeats: int, python: str | None,
+    workers: int
+) -> tuple[dict[str, Runs], dict[str, Any]]:
     """Time a PufferLib system in PufferLib's interpreter (peers_puffer.py): its timings and versions."""
     if python is None:
         raise Skipped("no --pufferlib_python given (PufferLib 2.0.2 pins numpy 1.23: it runs from its own venv, "
                       "docs/engine.md says how to make one)")
-    request = {"num_envs": n, "workers": workers, "systems": [system], "settings": {
+    request = {"num_envs": n, "workers": workers, "repeats": repeats, "systems": [system], "settings": {
         name: {"options": s["options"], "steps": steps_per_env(s, n, scale)} for name, s in settings.items()}}
     paths = os.pathsep.join(p for p in (os.path.dirname(HERE), os.environ.get("PYTHONPATH")) if p)
     with tempfile.TemporaryDirectory(prefix="peers_puffer_") as folder:
@@ -198,7 +207,7 @@ def measure_pufferlib(
         with open(result) as file:
             report = json.load(file)
     versions = {**report["versions"], "layout": report["layouts"][system]}
-    return {name: tuple(timing) for name, timing in report["results"][system].items()}, versions
+    return {name: [tuple(run) for run in runs] for name, runs in report["results"][system].items()}, versions
 
 
 def versions() -> dict[str, Any]:
@@ -289,19 +298,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for system in [s for s in args.systems if s not in skipped]:
             try:
                 if system in PUFFER_SYSTEMS:
-                    timings, puffer = measure_pufferlib(system, n, settings, args.scale, args.pufferlib_python,
-                                                        args.pufferlib_workers)
+                    timings, puffer = measure_pufferlib(system, n, settings, args.scale, args.repeats,
+                                                        args.pufferlib_python, args.pufferlib_workers)
                     found["pufferlib"] = puffer
                     layouts[f"{system}, {n} envs"] = puffer.pop("layout")
                 else:
-                    timings = measure(system, n, settings, args.scale)
+                    timings = measure(system, n, settings, args.scale, args.repeats)
             except Skipped as reason:
                 skipped[system] = str(reason)
                 print(f"{system:>20} | skipped: {reason}", flush=True)
                 continue
-            for setting, (env_steps, elapsed) in timings.items():
+            for setting, runs in timings.items():
+                env_steps, elapsed = median_run(runs)
                 results.append({"system": system, "setting": setting, "num_envs": n, "env_steps": env_steps,
-                                "elapsed_s": round(elapsed, 4), "sps": round(env_steps / elapsed, 1)})
+                                "elapsed_s": round(elapsed, 4), "sps": round(env_steps / elapsed, 1),
+                                **({"runs_sps": [round(s / t, 1) for s, t in runs]} if len(runs) > 1 else {})})
                 print(f"{system:>20} | {setting:>12} | num_envs {n:>3} | {env_steps / elapsed:10,.0f} env-steps/s",
                       flush=True)
     machine["load_average_at_end"] = os.getloadavg()[0]
@@ -326,9 +337,14 @@ def main() -> None:
     parser.add_argument("--pufferlib_workers", type=int, default=0,
                         help="most PufferLib worker processes (0: one per physical core, PufferLib's advice)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies the timed env-steps of every setting")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="timed runs per system, setting and size, in a row on one vector env: the median "
+                             "run is reported, every run's env-steps/s kept in the JSON (runs_sps)")
     parser.add_argument("--out", default="docs", help="folder for peers_{tag}.json and .png")
     parser.add_argument("--replot", action="store_true", help="redraw the table and plot from the JSON, run nothing")
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1 (timed runs per measurement), got {args.repeats}")
 
     stem = os.path.join(args.out, f"peers_{args.tag}")
     if args.replot:

@@ -1,8 +1,8 @@
 """PufferLib's side of benchmarks/peers.py, run by it in PufferLib's own interpreter (PufferLib 2.0.2
 pins numpy 1.23 and gymnasium<=0.29, so it lives in a separate venv; docs/engine.md says how to make
 it). Steps peer_env.PeerEnv, wrapped by PufferLib's GymnasiumPufferEnv as PufferLib does for any
-gymnasium env, and writes {"versions": ..., "results": {system: {setting: [env_steps, seconds]}},
-"layouts": {system: its workers and batch size}}.
+gymnasium env, and writes {"versions": ..., "results": {system: {setting: [[env_steps, seconds], ...]}},
+"layouts": {system: its workers and batch size}}, one [env_steps, seconds] per timed run.
 
 Systems (PufferLib's own layout: one worker process per physical core, or at most the request's
 "workers"; envs_per_worker = num_envs / workers; its default fork start):
@@ -118,7 +118,7 @@ def versions() -> dict[str, Any]:
 def main() -> int:
     parser = ArgumentParser(description=__doc__)
     parser.add_argument("--request", required=True,
-                        help="JSON: num_envs, workers, systems, settings {name: {options, steps}}")
+                        help="JSON: num_envs, workers, repeats, systems, settings {name: {options, steps}}")
     parser.add_argument("--json", required=True, help="where to write the versions and results")
     args = parser.parse_args()
     request = json.loads(args.request)
@@ -135,7 +135,7 @@ def main() -> int:
             vecenv = build(system, n, setting["options"], request.get("workers", 0))
             report["layouts"][system] = layout(vecenv)
             try:
-                timings[name] = time_pufferlib(vecenv, n, setting["steps"])
+                timings[name] = [time_pufferlib(vecenv, n, setting["steps"]) for _ in range(request.get("repeats", 1))]
             finally:
                 vecenv.close()
     with open(args.json, "w") as file:

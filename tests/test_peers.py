@@ -78,3 +78,17 @@ def test_pufferlib_without_its_interpreter_is_skipped_with_the_reason(tmp_path):
                                      "--pufferlib_python", sys.executable)
         assert code == 0, output
         assert "not importable" in result["skipped"]["pufferlib sync"]
+
+
+def test_repeats_report_the_median_run_and_keep_every_run(tmp_path):
+    code, result, output = peers(tmp_path, "--num_envs", "2", "--scale", "0.01", "--settings", "0 ms",
+                                 "--systems", "rlbench_vec sync", "--repeats", "3")
+    assert code == 0, output
+    (row,) = result["results"]
+    assert len(row["runs_sps"]) == 3 and row["sps"] == sorted(row["runs_sps"])[1]
+
+
+def test_repeats_below_one_are_refused(tmp_path):
+    done = subprocess.run([sys.executable, "benchmarks/peers.py", "--tag", "test", "--out", str(tmp_path), "--repeats",
+                           "0"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--repeats must be at least 1" in done.stderr
