@@ -52,7 +52,8 @@ class Route:
     """A command's entries as the worker uses them, parsed once: a full batch sends the same entries
     with every step, and a partial batch the same ones with every send to the same envs."""
 
-    __slots__ = ("entries", "local", "envs", "instances", "env_rows", "claims", "claim_envs", "fixed", "placements")
+    __slots__ = ("entries", "local", "envs", "instances", "env_rows", "claims", "claim_envs", "fixed", "fixed_slots",
+                 "placements")
 
     def __init__(self, entries: np.ndarray):
         self.entries = entries.copy()  # the received frame's bytes are reused
@@ -64,14 +65,13 @@ class Route:
         self.claims = [p for p, slot in enumerate(dest) if slot == CLAIM]
         self.claim_envs = [self.envs[p] for p in self.claims]
         self.fixed = [p for p, slot in enumerate(dest) if slot >= 0]  # HOLD entries go nowhere
+        self.fixed_slots = [dest[p] for p in self.fixed]
         self.placements: list[Placement | None] = [None, None]  # the fixed destinations' per page, made once
 
     def placement(self, page: int) -> Placement:
         placement = self.placements[page]
         if placement is None:
-            dest = self.entries["dest"].tolist()
-            placement = self.placements[page] = Placement(page, self.fixed, [dest[p] for p in self.fixed], False,
-                                                          self.instances)
+            placement = self.placements[page] = Placement(page, self.fixed, self.fixed_slots, False, self.instances)
         return placement
 
 
@@ -92,8 +92,9 @@ class Placement:
 def _rows(indices: list[int]) -> Any:
     """indices as an index: a slice where they are consecutive (cheaper to read and assign through)."""
     first = indices[0] if indices else 0
-    return slice(first, first + len(indices)) if indices == list(range(first, first + len(indices))) else \
-        np.array(indices, np.int64)
+    if indices == list(range(first, first + len(indices))):
+        return slice(first, first + len(indices))
+    return np.array(indices, np.int64)
 
 
 class Writer:
