@@ -27,8 +27,9 @@ from test_display import wait_dead
 
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.backends.rlbench.demos import demo_actions, pose_delta, pose_in_frame
-from rlbench_vec.config import EnvConfig
+from rlbench_vec.config import EnvConfig, VectorConfig
 from rlbench_vec.errors import BackendUnavailableError, ConfigError, WorkerError
+from rlbench_vec.plan import make_plan
 from rlbench_vec.spec import action_size, low_dim_fields, observation_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -450,7 +451,17 @@ def test_unknown_task_and_options_fail_in_the_main_process(double, rlbench_env, 
         rlbench_env(arm_mode="joint_position", absolute_mode=False, backend_options={"frame": "ee"})
     with pytest.raises(ConfigError, match=r"live_demos=False reads stored demos from dataset_root"):
         rlbench_env(backend_options={"live_demos": False})
+    with pytest.raises(ConfigError, match=r"one CoppeliaSim per worker process .*envs_per_worker=2 would launch 2"):
+        rlbench_env(envs_per_worker=2)
     assert double() == [], "no worker should have started"
+
+
+def test_more_envs_than_cores_still_get_one_coppeliasim_per_worker(double):
+    """The default grouping spreads envs over the cores, but PyRep runs one CoppeliaSim per process."""
+    num_envs = 2 * len(os.sched_getaffinity(0)) + 1
+    plan = make_plan(EnvConfig(task="reach_target", backend="rlbench", cameras=("front",), image_size=(16, 12)),
+                     VectorConfig(num_envs=num_envs))
+    assert plan.envs_per_worker == 1 and plan.workers == num_envs
 
 
 def test_visual_randomization_reaches_rlbench_once_per_setting(double, rlbench_env, tmp_path):

@@ -52,6 +52,15 @@ class RLBenchBackend(Backend):
         return task_names()
 
     @classmethod
+    def envs_per_worker(cls, config: EnvConfig, num_envs: int, requested: int | None) -> int:
+        """One env per worker, however many cores: PyRep runs one CoppeliaSim per process."""
+        if requested not in (None, 1):
+            raise ConfigError(f"the rlbench backend runs one CoppeliaSim per worker process (PyRep's rule); "
+                              f"envs_per_worker={requested} would launch {requested} in one. Leave envs_per_worker "
+                              "unset.")
+        return 1
+
+    @classmethod
     def task_state_size(cls, config: EnvConfig) -> int:
         """backend_options["task_state_size"], else the upstream length for the few tasks that define
         it in code (TASK_STATE_SIZES); for the others it depends on the task's scene file."""

@@ -41,8 +41,12 @@ def _abort_like_qt(display: str) -> None:
     os.abort()
 
 
+_running = []  # the instances launched in this process and not shut down
+
+
 class PyRep(object):
-    """Checks the rules the real one enforces by crashing: an X display, and one sim thread."""
+    """Checks the rules the real one enforces by crashing: an X display, one sim thread, and one
+    CoppeliaSim running per process (PyRep #11, #64: a second one in the process does not start)."""
 
     def __init__(self):
         self._sim_thread = None
@@ -52,6 +56,9 @@ class PyRep(object):
         display = os.environ.get("DISPLAY", "")
         if not display or not _x_server_reachable(display):
             _abort_like_qt(display)
+        if _running:
+            raise PyRepError("a CoppeliaSim instance already runs in this process: each PyRep needs its own process")
+        _running.append(self)
         self._sim_thread = threading.get_ident()
         record("launch", display=display, headless=headless,
                main_thread=threading.current_thread() is threading.main_thread())
@@ -65,4 +72,6 @@ class PyRep(object):
 
     def shutdown(self) -> None:
         self.check_thread()
+        if self in _running:
+            _running.remove(self)
         record("shutdown")
