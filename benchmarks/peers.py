@@ -122,7 +122,10 @@ def time_sb3(env, steps: int) -> tuple[int, float]:
 
 
 # ---------------------------------------------------------------------- one system, every setting
-def median_run(runs: list[tuple[int, float]]) -> tuple[int, float]:
+Runs = list[tuple[int, float]]  # (env-steps, seconds) of each timed run
+
+
+def median_run(runs: Runs) -> tuple[int, float]:
     """The run with the median env-steps/s (the faster middle one of an even count)."""
     return sorted(runs, key=lambda run: run[0] / run[1])[len(runs) // 2]
 
@@ -130,9 +133,6 @@ def median_run(runs: list[tuple[int, float]]) -> tuple[int, float]:
 def steps_per_env(setting: dict[str, Any], n: int, scale: float) -> int:
     """Timed actions per env: the setting's env-step budget over n envs, in whole chunks."""
     return CHUNK * max(1, math.ceil(setting["env_steps"] * scale / n / CHUNK))
-
-
-Runs = list[tuple[int, float]]  # (env-steps, seconds) of each timed run
 
 
 def measure(system: str, n: int, settings: dict[str, dict[str, Any]], scale: float, repeats: int) -> dict[str, Runs]:

@@ -70,7 +70,7 @@ def merge_infos(infos: Sequence[Mapping[str, Any] | None]) -> dict[str, Any]:
     return merged
 
 
-def outcomes(outcome: np.ndarray, batch: Batch, chunked: bool = True) -> tuple[np.ndarray, ...]:
+def outcomes(outcome: np.ndarray, batch: Batch, chunked: bool) -> tuple[np.ndarray, ...]:
     """reward, terminated, truncated, executed: (rows, K) from the page's outcome block (rows, 4, K),
     or (rows,) for a batch that is not chunked (K = 1). Columns past a row's own command width are
     stale and read as zero. Few numpy calls: each costs more than its work on a batch this small."""
