@@ -158,6 +158,9 @@ def measure(num_envs: int, envs_per_worker: int, bare_workers: bool, steps: int,
             for side, step in sides.items():
                 runs[side].append(timed(step, actions, steps))
         env.step(actions)  # the engine's own loop still works after the bare one
+        # the engine's workers report their simulators' seconds with each reply, the bare ones none
+        if bare_workers != (float(env._pool.totals()["exec_s"].sum()) == 0.0):
+            raise RuntimeError(f"the {'bare' if bare_workers else 'engine'} workers did not serve this vector env")
     return runs
 
 

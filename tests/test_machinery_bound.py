@@ -1,5 +1,6 @@
-"""benchmarks/machinery_bound.py in seconds: all four loops measure something on both layouts, the JSON
-keeps the command, and no worker process or shared-memory segment outlives the run."""
+"""benchmarks/machinery_bound.py in seconds: all four loops measure something on both layouts (the script
+fails where the bare workers did not serve their vector env), the JSON keeps the command, and no worker
+process or shared-memory segment outlives the run."""
 
 from __future__ import annotations
 
