@@ -17,6 +17,8 @@ from .shm import SharedBuffers
 
 REWARD, TERMINATED, TRUNCATED, EXECUTED = range(4)  # rows of a slot's `outcome` block (4, max_chunk)
 MAX_ROUTES = 1024
+# a reply: its records (none: plain), its payload, and a plain reply's (page, first claimed slot, exec s, write s)
+Reply = tuple[np.ndarray, dict | None, tuple]
 
 
 class Delivery:
@@ -52,8 +54,8 @@ class Route:
     """A command's entries as the worker uses them, parsed once: a full batch sends the same entries
     with every step, and a partial batch the same ones with every send to the same envs."""
 
-    __slots__ = ("entries", "local", "envs", "instances", "env_rows", "claims", "claim_envs", "fixed", "fixed_slots",
-                 "placements")
+    __slots__ = ("entries", "local", "envs", "instances", "env_rows", "positions", "claims", "claim_envs", "fixed",
+                 "fixed_slots", "whole", "placements")
 
     def __init__(self, entries: np.ndarray):
         self.entries = entries.copy()  # the received frame's bytes are reused
@@ -61,11 +63,13 @@ class Route:
         self.envs: list[int] = entries["env"].tolist()
         self.instances = np.array(self.local, np.int64)
         self.env_rows = _rows(self.envs)  # the actions' rows: a slice where the envs are consecutive
+        self.positions = list(range(len(self.local)))
         dest = entries["dest"].tolist()
         self.claims = [p for p, slot in enumerate(dest) if slot == CLAIM]
         self.claim_envs = [self.envs[p] for p in self.claims]
         self.fixed = [p for p, slot in enumerate(dest) if slot >= 0]  # HOLD entries go nowhere
         self.fixed_slots = [dest[p] for p in self.fixed]
+        self.whole = len(self.local) in (len(self.claims), len(self.fixed))  # one placement holds every entry
         self.placements: list[Placement | None] = [None, None]  # the fixed destinations' per page, made once
 
     def placement(self, page: int) -> Placement:
@@ -87,6 +91,10 @@ class Placement:
         self.rows: Any = _rows(slots)
         self.instances = instances if len(positions) == len(instances) else instances[positions]
         self.slot_array = np.array(slots, np.int64)
+
+
+def _plain_reply(place: Placement, exec_s: float, write_s: float) -> Reply:
+    return NO_RECORDS, None, (place.page, place.slots[0] if place.claimed else CLAIM, exec_s, write_s)
 
 
 def _rows(indices: list[int]) -> Any:
@@ -117,6 +125,8 @@ class Writer:
             for p in (0, 1)
         ] if every_step else None
         self.routes: dict[bytes, Route] = {}
+        self.plain_block = np.zeros((group.size, 4))  # a plain step's outcomes: its rewards, executed, no episode end
+        self.plain_block[:, EXECUTED] = 1.0
 
     def route(self, entries: np.ndarray) -> Route:
         """The parsed form of these entries, from the cache when the same entries came before."""
@@ -150,28 +160,52 @@ class Writer:
             if not positions:
                 continue
             views = self.obs[place.page] if t is None or self.chunk_views is None else self.chunk_views[place.page][t]
-            for j, error in self.group.observe(instances, views, slots).items():
-                d.error(positions[j], error)
-                if t is None:
-                    d.flag(positions[j], EPISODE_OVER)
-                    self.lost(int(instances[j]))
+            self._failed(d, positions, instances, self.group.observe(instances, views, slots), t)
         d.write_s += time.perf_counter() - start
 
-    def deliver(self, d: Delivery, route: Route, placed: list[Placement], k: int,
-                reset_s: list[float]) -> tuple[np.ndarray, dict | None, tuple]:
-        """Write outcomes and observations of the entries with a destination. Returns the reply's
-        records (none when plain), payload, and a plain reply's (page, first claimed slot, exec
-        seconds, write seconds)."""
-        local, envs = route.local, route.envs
-        m = len(local)
+    def _failed(self, d: Delivery, positions: list[int], instances: np.ndarray, errors: dict[int, tuple[str, str]],
+                t: int | None) -> None:
+        """Observations that could not be written: each is its entry's error, and a result's (t None)
+        ends the episode."""
+        for j, error in errors.items():
+            d.error(positions[j], error)
+            if t is None:
+                d.flag(positions[j], EPISODE_OVER)
+                self.lost(int(instances[j]))
+
+    def deliver(self, d: Delivery, route: Route, placed: list[Placement], k: int, reset_s: list[float]) -> Reply:
+        """Write outcomes and observations of the entries with a destination; the reply."""
+        m = len(route.local)
         for place in placed:
             block = self.block[:m] if len(place.positions) == m else self.block[place.positions]
             self.outcome[place.page][place.rows, :, :k] = block[:, :, :k]
         self.observe(d, placed, set(range(m)) - d.blind if d.blind else None)
+        return self.report(d, route, placed, reset_s)
+
+    def deliver_plain(self, page: int, route: Route, reward: np.ndarray, exec_s: float, reset_s: list[float]) -> Reply:
+        """deliver() for the usual step: one action per entry, all to one placement (route.whole), none
+        with anything to report. Only an observation that fails to write makes the reply one with records."""
+        (place,) = self.place(page, route)
+        block = self.plain_block[:len(reward)]
+        block[:, REWARD] = reward
+        self.outcome[place.page][place.rows, :, 0] = block
+        start = time.perf_counter()
+        errors = self.group.observe(place.instances, self.obs[place.page], place.slot_array)
+        write_s = time.perf_counter() - start
+        if not errors:
+            return _plain_reply(place, exec_s, write_s)
+        m = len(route.local)
+        d = Delivery(m)
+        d.executed, d.exec_s, d.write_s = [1] * m, [exec_s / m] * m, write_s
+        self._failed(d, place.positions, place.instances, errors, None)
+        return self.report(d, route, [place], reset_s)
+
+    def report(self, d: Delivery, route: Route, placed: list[Placement], reset_s: list[float]) -> Reply:
+        """The reply for results already written: plain when nothing is to report, else a record per entry."""
+        local, envs = route.local, route.envs
+        m = len(local)
         if d.plain and len(placed) == 1 and len(placed[0].positions) == m:
-            place = placed[0]
-            return NO_RECORDS, None, (place.page, place.slots[0] if place.claimed else CLAIM, sum(d.exec_s),
-                                      d.write_s)
+            return _plain_reply(placed[0], sum(d.exec_s), d.write_s)
         where = {p: (slot, place.page) for place in placed for p, slot in zip(place.positions, place.slots)}
         write_share = d.write_s / max(1, len(where))
         rows = []

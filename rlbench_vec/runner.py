@@ -23,7 +23,7 @@ import numpy as np
 
 from .backends.base import EnvGroup, GroupStep, failure
 from .config import EnvConfig, VideoConfig
-from .delivery import EXECUTED, REWARD, TERMINATED, TRUNCATED, Delivery, Placement, Route, Writer
+from .delivery import EXECUTED, REWARD, TERMINATED, TRUNCATED, Delivery, Placement, Reply, Route, Writer
 from .protocol import (
     AUTORESET,
     CLAIM,
@@ -91,6 +91,7 @@ class Runner:
         self.layout = observation_spec(spec.config)
         self.out = Writer(group, buffers, spec.max_chunk, spec.chunk_obs == "all", device_pages, self._end_episode)
         self.block = self.out.block  # outcomes of a command, by entry position
+        self.lean = self.out.chunk_views is None and spec.video is None  # a plain step needs only deliver_plain
         self.recorders: dict[int, Any] = {}
 
     # ------------------------------------------------------------------ resets
@@ -138,25 +139,40 @@ class Runner:
             self._start_video(i)
 
     # ------------------------------------------------------------------ steps
-    def step(self, page: int, k: int, entries: np.ndarray) -> tuple[np.ndarray, dict | None, tuple]:
+    def step(self, page: int, k: int, entries: np.ndarray) -> Reply:
         """k actions for each entry (autoresetting those whose episode is over). Returns the records
         (none: a plain reply), the payload and the plain reply's (page, first slot, exec s, write s)."""
         route = self.out.route(entries)
         local = route.local
-        m = len(local)
-        d = Delivery(m)
         over, notice = self.over, self.notice
         special = any(over[i] or notice[i] for i in local)
+        first = None
+        if k == 1 and not special and self.lean and route.whole:
+            # the usual step: its reply is plain unless an outcome has something to report
+            first = self._step(route, route.positions, 0)
+            if self._plain(first, local):
+                for i in local:
+                    self.elapsed[i] += 1
+                return self.out.deliver_plain(page, route, first.reward, first.seconds, self.reset_s)
+        m = len(local)
+        d = Delivery(m)
         if k > 1 or special:
             self.block[:m, :, :k] = 0.0  # actions an entry does not run read as zeros
-        active = self._autoreset(d, self.block, local, route.envs) if special else list(range(m))
+        active = self._autoreset(d, self.block, local, route.envs) if special else route.positions
         # claim slots after stepping, so a slow env holds no slot while it steps; but sub-step
         # observations (chunk_obs="all") need their slots from the first sub-step
         placed = self.out.place(page, route) if self.out.chunk_views is not None else None
-        self._run(d, route, k, active, placed)
+        self._run(d, route, k, active, placed, first)
         if placed is None:
             placed = self.out.place(page, route)
         return self.out.deliver(d, route, placed, k, self.reset_s)
+
+    def _plain(self, result: GroupStep, local: list[int]) -> bool:
+        """One action each with nothing to report: no error, info or episode end, no step limit reached."""
+        elapsed, last = self.elapsed, self.max_steps - 1
+        return not (result.errors or result.infos or any(result.terminated.tolist())
+                    or (result.truncated is not None and any(result.truncated.tolist()))
+                    or any(elapsed[i] >= last for i in local))
 
     def _autoreset(self, d: Delivery, block: np.ndarray, local: list[int], envs: list[int]) -> list[int]:
         """Autoreset the entries whose episode is over, answer those a restart replaced; returns the
@@ -194,18 +210,22 @@ class Runner:
             d.flag(position, EPISODE_OVER)
             self.over[i] = True
 
-    def _run(self, d: Delivery, route: Route, k: int, active: list[int], placed: list[Placement] | None) -> None:
-        """Up to k actions for the entries at `active`, each stopping at its episode's end."""
+    def _step(self, route: Route, active: list[int], t: int) -> GroupStep:
+        """Action t of the entries at `active`, in one call of the group."""
+        if len(active) == len(route.local):  # a copy: a backend may keep the action beyond the call
+            return self.group.step(route.instances, self.actions[route.env_rows, t].copy())
+        return self.group.step(route.instances[active], self.actions[[route.envs[p] for p in active], t])
+
+    def _run(self, d: Delivery, route: Route, k: int, active: list[int], placed: list[Placement] | None,
+             first: GroupStep | None) -> None:
+        """Up to k actions for the entries at `active`, each stopping at its episode's end. first: the
+        first action's result, when it was already run."""
         local = route.local
         m = len(local)
         for t in range(k):
             if not active:
                 return
-            if len(active) == m:  # a copy: a backend may keep the action beyond the call
-                instances, actions = route.instances, self.actions[route.env_rows, t].copy()
-            else:
-                instances, actions = route.instances[active], self.actions[[route.envs[p] for p in active], t]
-            result = self.group.step(instances, actions)
+            result = first if t == 0 and first is not None else self._step(route, active, t)
             ended = self._outcomes(d, self.block, t, active, local, result)
             if self.spec.video is not None:
                 self._capture([local[p] for p in active])
@@ -266,7 +286,7 @@ class Runner:
             d.info(p).update(final_obs=obs, final_info=final_info)
 
     # ------------------------------------------------------------------ resets and calls
-    def reset(self, page: int, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None, tuple]:
+    def reset(self, page: int, entries: np.ndarray, payload: tuple) -> Reply:
         """payload: (seeds, options, kinds), one each per entry (see protocol's reset kinds)."""
         seeds, options, kinds = payload
         route = self.out.route(entries)
@@ -299,7 +319,7 @@ class Runner:
                 self._take_reset(d, position, i)
         return self.out.deliver(d, route, self.out.place(page, route), 1, self.reset_s)
 
-    def call(self, entries: np.ndarray, payload: tuple) -> tuple[np.ndarray, dict | None, tuple]:
+    def call(self, entries: np.ndarray, payload: tuple) -> Reply:
         name, args, kwargs, ends_episode = payload
         results: dict[int, Any] = {}
         flags = []

@@ -167,6 +167,29 @@ def test_backend_exception_reaches_the_user_with_traceback_and_env_index(make_en
     assert info["autoreset"].tolist() == [False, True]
 
 
+@pytest.mark.parametrize("envs_per_worker", [1, 2])
+@pytest.mark.parametrize("partial", [False, True])
+def test_observation_that_fails_to_write_reaches_the_user_and_ends_the_episode(make_env, envs_per_worker, partial):
+    env = make_env(num_envs=2, envs_per_worker=envs_per_worker, cameras=())
+    env.reset(seed=0)
+    env.set_attr("raise_writing_at_step", [None, 2])
+    env.step(zeros(2))
+    if partial:
+        env.send(zeros(2))
+        with pytest.raises(WorkerError, match="env 1: RuntimeError: synthetic write failure after step 2"):
+            env.recv()
+        env.send(zeros(2))
+        obs, reward, terminated, truncated, info = env.recv()
+        order = info["env_id"].argsort()
+        obs, info = {key: value[order] for key, value in obs.items()}, {"autoreset": info["autoreset"][order]}
+    else:
+        with pytest.raises(WorkerError, match="env 1: RuntimeError: synthetic write failure after step 2"):
+            env.step(zeros(2))
+        obs, reward, terminated, truncated, info = env.step(zeros(2))
+    assert info["autoreset"].tolist() == [False, True]  # env 1's episode ended with the failed write
+    assert step_counts(obs) == [3, 0]
+
+
 def test_crash_loop_turns_into_a_clear_error(make_env):
     env = make_env(num_envs=2, cameras=(), backend_options={"crash_at_step": 0}, max_restarts_per_env=2)
     env.reset(seed=0)

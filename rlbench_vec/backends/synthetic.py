@@ -10,6 +10,7 @@ Like EnvPool's dummy env. backend_options:
 Fault injection for tests and soak runs; also attributes, so `set_attr` arms one env, and a
 restarted worker (a fresh process) starts disarmed:
   hang_at_step / raise_at_step / crash_at_step (0-based step within the episode), hang_on_reset,
+  raise_writing_at_step (the observation after that many steps fails to write),
   raise_on_start (backend_options only: the simulator fails to launch)
 """
 
@@ -29,6 +30,7 @@ from .base import Backend, StepResult
 _OPTIONS = {
     "step_cost_s", "step_cost_dist", "reset_cost_s", "episode_length", "task_state_size",
     "needs_display", "raise_on_start", "hang_at_step", "raise_at_step", "crash_at_step", "hang_on_reset",
+    "raise_writing_at_step",
 }
 _IMAGE_SUFFIXES = ("_rgb", "_depth", "_mask", "_point_cloud")
 PARETO_SHAPE = 2.5  # finite mean and variance, long tail
@@ -85,6 +87,7 @@ class SyntheticBackend(Backend):
         self.hang_at_step = self.options.get("hang_at_step")
         self.raise_at_step = self.options.get("raise_at_step")
         self.crash_at_step = self.options.get("crash_at_step")
+        self.raise_writing_at_step = self.options.get("raise_writing_at_step")
         self.hang_on_reset = bool(self.options.get("hang_on_reset", False))
         self.rng = np.random.default_rng(env_index)
         self.steps = 0
@@ -143,6 +146,8 @@ class SyntheticBackend(Backend):
         count into the first pixel of each camera's first image (so every step changes the
         observation) and rewrites the low-dim fields (task_low_dim_state holds the episode's step
         count): all in place, like a simulator rendering."""
+        if self.steps == self.raise_writing_at_step:
+            raise RuntimeError(f"synthetic write failure after step {self.steps}")
         bound = self._bound.get(id(out))
         if bound is None or bound["out"] is not out:
             bound = self._bound[id(out)] = {**self._classify(out), "out": out, "episode": None}
