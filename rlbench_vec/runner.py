@@ -9,7 +9,10 @@ its instances (`EnvGroup.step`, `EnvGroup.observe`), and outcomes reach the page
 
 A step whose instances all ran their k actions with nothing to report gets a *plain* reply: no
 records, no payload (see protocol). Anything else (an episode end, an autoreset, an error, an info,
-a restart) is reported per env in the reply's records, with the worker's word on the episode.
+a restart) is reported per env in the reply's records, with the worker's word on the episode. The
+usual step (one action each, nothing to autoreset) checks its outcomes for that right after the
+group's step, and a plain one is only written (`Writer.deliver_plain`); any other goes the general
+way, with the step already run.
 """
 
 from __future__ import annotations
