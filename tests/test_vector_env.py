@@ -141,6 +141,21 @@ def test_seeding_is_reproducible_and_distinct_per_env(make_env):
     assert not np.array_equal(obs_c["joint_positions"][0], obs_a["joint_positions"][0])
 
 
+def test_synthetic_images_follow_the_seed_and_change_with_each_episode(make_env):
+    env = make_env(num_envs=2, max_episode_steps=2, copy_obs=True, cameras=("front",), modalities=("rgb", "depth"))
+    first, _ = env.reset(seed=3)
+    stepped, *_ = env.step(zeros(2))
+    for key in ("front_rgb", "front_depth"):  # the step stamps one pixel; the rest is the episode's content
+        np.testing.assert_array_equal(stepped[key].reshape(2, -1)[:, 1:], first[key].reshape(2, -1)[:, 1:])
+        assert not np.array_equal(first[key][0], first[key][1])  # each env its own
+    env.step(zeros(2))  # the episode ends
+    autoreset, *_ = env.step(zeros(2))
+    again, _ = env.reset(seed=3)
+    for key in ("front_rgb", "front_depth"):
+        assert not np.array_equal(autoreset[key][0], first[key][0])
+        np.testing.assert_array_equal(again[key], first[key])
+
+
 def test_async_step_matches_sync(make_env):
     env = make_env(num_envs=3)
     env.reset(seed=0)

@@ -16,6 +16,7 @@ restarted worker (a fresh process) starts disarmed:
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Mapping
@@ -54,6 +55,16 @@ def draw_cost(rng: np.random.Generator, mean: float, dist: str) -> float:
         scale = mean * (PARETO_SHAPE - 1) / PARETO_SHAPE
         return float(scale * (1.0 + rng.pareto(PARETO_SHAPE)))
     return mean
+
+
+@functools.cache
+def _noise_bank(size: int, dtype: str) -> np.ndarray:
+    """Noise for images of `size` elements, twice as long: every episode's image is a window of it.
+    Drawn once per process and image shape, shared by the instances of a group."""
+    rng = np.random.default_rng([size, np.dtype(dtype).num])
+    if np.dtype(dtype) == np.uint8:
+        return rng.integers(0, 256, 2 * size, dtype=np.uint8)
+    return rng.random(2 * size).astype(dtype)
 
 
 class SyntheticBackend(Backend):
@@ -96,7 +107,6 @@ class SyntheticBackend(Backend):
         self.episode_seed = 0
         self.last_gripper = float("nan")
         self._bound: dict[int, dict[str, Any]] = {}
-        self._noise: dict[tuple[int, str], tuple[int, np.ndarray]] = {}
 
     def _cost(self, mean: float) -> float:
         return draw_cost(self.rng, mean, self.options.get("step_cost_dist", "constant"))
@@ -142,7 +152,7 @@ class SyntheticBackend(Backend):
 
     def write_observation(self, out: Mapping[str, np.ndarray]) -> None:
         """Every image is written whole on every step, as a renderer's read-back writes every pixel
-        (its content is the episode's noise, drawn once per episode); each step then stamps the step
+        (its content is the episode's window of noise); each step then stamps the step
         count into the first pixel of each camera's first image (so every step changes the
         observation) and rewrites the low-dim fields (task_low_dim_state holds the episode's step
         count): all in place, like a simulator rendering."""
@@ -166,17 +176,10 @@ class SyntheticBackend(Backend):
             array[...] = value
 
     def noise(self, flat: np.ndarray) -> np.ndarray:
-        """The episode's image content, drawn once per episode and image shape in the image's dtype (so
-        a step's write is a plain copy, as a renderer's read-back is): every output dict of this episode
-        gets the same."""
-        key = (flat.size, flat.dtype.str)
-        cached = self._noise.get(key)
-        if cached is None or cached[0] != self.episode:
-            rng = np.random.default_rng([self.episode_seed, flat.size, flat.dtype.num])
-            values = (rng.integers(0, 256, flat.size, dtype=np.uint8) if flat.dtype == np.uint8
-                      else rng.random(flat.size).astype(flat.dtype))
-            cached = self._noise[key] = (self.episode, values)
-        return cached[1]
-
+        """The episode's image content: a window of this image shape's noise bank, at an offset the
+        episode's seed picks. A reset draws nothing (the "0 ms" setting's resets cost only their
+        observation's write), and a step's write stays a plain copy, as a renderer's read-back is."""
+        offset = self.episode_seed % (flat.size + 1)
+        return _noise_bank(flat.size, flat.dtype.str)[offset:offset + flat.size]
 
 BACKEND = SyntheticBackend
