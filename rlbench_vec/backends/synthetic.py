@@ -182,4 +182,5 @@ class SyntheticBackend(Backend):
         offset = self.episode_seed % (flat.size + 1)
         return _noise_bank(flat.size, flat.dtype.str)[offset:offset + flat.size]
 
+
 BACKEND = SyntheticBackend
