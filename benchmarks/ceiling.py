@@ -34,9 +34,9 @@ import numpy as np
 
 from rlbench_vec.cli import ArgumentParser, run_main
 from rlbench_vec.config import EnvConfig
-from rlbench_vec.process import SPAWN
-from rlbench_vec.shm import SharedBuffers
 from rlbench_vec.spec import observation_bytes
+from rlbench_vec.wire.process import SPAWN
+from rlbench_vec.wire.shm import SharedBuffers
 
 MODES = ("free", "pipes", "pipes_bare", "bell", "bell_bare", "spin")
 STEP, DONE = 0, 1  # rows of the spin mode's counters: the step asked for, and each worker's last step done

@@ -40,7 +40,7 @@ from rlbench_vec.cli import ArgumentParser, run_main
 from rlbench_vec.collect import CollectConfig, collect
 from rlbench_vec.datasets import read_episode, write_episode
 from rlbench_vec.datasets.rlbench_format import encode_depth, encode_mask, png_bytes
-from rlbench_vec.process import SPAWN
+from rlbench_vec.wire.process import SPAWN
 
 
 def run_collection(args: argparse.Namespace, num_envs: int, out: Path) -> dict:

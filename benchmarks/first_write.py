@@ -1,6 +1,6 @@
 """What a worker's first write into a result slot costs, against its later writes: on a second mapping of
 the shared block (as each worker has its own), mapped lazily (every 4 KiB page faults in on its first
-write) and as rlbench_vec.shm maps it for a worker (MAP_POPULATE: page tables filled at attach).
+write) and as rlbench_vec.wire.shm maps it for a worker (MAP_POPULATE: page tables filled at attach).
 
 A slot is RLBench's default observation (5 cameras, rgb + depth + mask at 128x128, plus low-dim state).
 Partial batches write each env's results into whichever slot it claims, so a worker meets every slot of
@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from rlbench_vec import shm
+from rlbench_vec.wire import shm
 from rlbench_vec.cli import ArgumentParser, run_main
 from rlbench_vec.config import EnvConfig
 from rlbench_vec.spec import observation_bytes

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from rlbench_vec import RLBenchVectorEnv
-from rlbench_vec.bench_actions import ActionSampler
 from rlbench_vec.cli import ArgumentParser, run_main
+from rlbench_vec.cli.bench_actions import ActionSampler
 
 WARMUP_STEPS = 10
 MIN_STEPS = 10

@@ -47,10 +47,11 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-import rlbench_vec.worker
+import rlbench_vec.worker.main
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.cli import ArgumentParser, run_main
-from rlbench_vec.protocol import (
+from rlbench_vec.engine.results import EXECUTED, REWARD, TERMINATED
+from rlbench_vec.wire.protocol import (
     CALL,
     CLAIM,
     CLOSE,
@@ -62,7 +63,6 @@ from rlbench_vec.protocol import (
     send_plain,
     send_reply,
 )
-from rlbench_vec.results import EXECUTED, REWARD, TERMINATED
 
 BARE_WORKERS_VAR = "RLBENCH_VEC_BARE_WORKERS"  # set while the bare workers' vector env starts
 NEVER_ENDS = 10**9  # max_episode_steps: no episode ends, so every reply of either loop is plain
@@ -75,7 +75,7 @@ LOOPS = {("engine", "engine"): "engine", ("engine", "bare"): "bare main", ("bare
 
 
 def bare_serve(command_fd: int, replies: Any, runner: Any) -> None:
-    """rlbench_vec.worker.serve cut to the env's own work for a step of one action per entry, each to
+    """rlbench_vec.worker.main.serve cut to the env's own work for a step of one action per entry, each to
     its own slot or to the next free slots of the filling page; resets and calls still go through the
     runner."""
     reader = command_reader(command_fd)
@@ -110,7 +110,7 @@ def bare_serve(command_fd: int, replies: Any, runner: Any) -> None:
 
 
 if __name__ == "__mp_main__" and os.environ.get(BARE_WORKERS_VAR):  # a worker spawned for the bare workers
-    rlbench_vec.worker.serve = bare_serve
+    rlbench_vec.worker.main.serve = bare_serve
 
 
 class Loop:

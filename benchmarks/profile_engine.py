@@ -1,5 +1,5 @@
 """Where one round trip's Python time goes, on both sides: cProfile of the main process around a step loop,
-and of each worker's command loop (rlbench_vec.worker.serve), on the synthetic backend with free steps.
+and of each worker's command loop (rlbench_vec.worker.main.serve), on the synthetic backend with free steps.
 
 Two runs of --steps step() calls each, on fresh vector envs:
   cpu       no profiler: wall time per step, the main process's CPU per reply (one reply per worker and
@@ -12,7 +12,7 @@ recv(min_envs=M) and send to the envs it returned; figures are then per env-step
 command answers a worker's envs that were ready, a number that varies).
 
 Workers are profiled from this script: a spawned worker imports its parent's main module (as
-__mp_main__) before it runs, so this module wraps rlbench_vec.worker.serve there when PROFILE_VAR is set.
+__mp_main__) before it runs, so this module wraps rlbench_vec.worker.main.serve there when PROFILE_VAR is set.
 
     PYTHONPATH=. python benchmarks/profile_engine.py --num_envs 16 --envs_per_worker 1 --steps 3000 \\
         --json docs/profile_engine_cpu2.json
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-import rlbench_vec.worker
+import rlbench_vec.worker.main
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.cli import ArgumentParser, run_main
 from rlbench_vec.config import CAMERAS, MODALITIES, EnvConfig
@@ -80,7 +80,7 @@ def profiled_serve(serve):
 
 
 if __name__ == "__mp_main__" and os.environ.get(PROFILE_VAR):  # a worker spawned by this script
-    rlbench_vec.worker.serve = profiled_serve(rlbench_vec.worker.serve)
+    rlbench_vec.worker.main.serve = profiled_serve(rlbench_vec.worker.main.serve)
 
 
 def parse_args() -> argparse.Namespace:
@@ -238,7 +238,7 @@ def main() -> None:
     for result in runs:
         print_run(result)
     if args.json:
-        package = os.path.dirname(os.path.dirname(os.path.abspath(rlbench_vec.worker.__file__)))
+        package = os.path.dirname(os.path.dirname(os.path.abspath(rlbench_vec.__file__)))
         command = f"PYTHONPATH={os.path.relpath(package)} python benchmarks/profile_engine.py " + " ".join(sys.argv[1:])
         with open(args.json, "w") as file:
             json.dump({"command": command, "host": platform.node(), "cpus": os.cpu_count(),

@@ -40,7 +40,7 @@ import psutil
 
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.cli import ArgumentParser, run_main
-from rlbench_vec.shm import PREFIX, SHM_DIR
+from rlbench_vec.wire.shm import PREFIX, SHM_DIR
 
 MB = 1 << 20
 

@@ -1,6 +1,6 @@
 """rlbench_vec: many RLBench environments in parallel worker processes, observations in shared memory."""
 
-from .process import capture_boot_output
+from .wire.process import capture_boot_output
 
 capture_boot_output()  # in a spawned worker only: its start-up output goes where the main process can quote it
 

@@ -204,7 +204,7 @@ class EnvConfig:
 
 @dataclass(frozen=True)
 class VideoConfig:
-    """Per-env video of chosen cameras, written by the workers (see rlbench_vec.video).
+    """Per-env video of chosen cameras, written by the workers (see rlbench_vec.worker.video).
 
     env_ids: the envs that record (None: all). per_episode: one file per episode, else one per run.
     Frames come from every executed action, sub-steps of a chunk included.
@@ -254,10 +254,10 @@ class VectorConfig:
     display: None picks per backend (own Xvfb per worker when the simulator needs X, rendering on an
         NVIDIA GPU where the worker's self-test gets one, else on the CPU); "xvfb-gpu" insists on the
         GPU, "xvfb-cpu" on Mesa; "shared" uses the existing $DISPLAY; a string like ":0.1" or a list
-        (one per worker) pins displays (rlbench_vec/display.py).
+        (one per worker) pins displays (rlbench_vec/display/__init__.py).
     cpu_affinity: pin each worker to one core of this local rank's share of the cores.
     record: per-env video (True for the defaults, or a VideoConfig).
-    as_torch / device: return torch tensors; device="cuda" delivers them on the GPU (rlbench_vec.tensors).
+    as_torch / device: return torch tensors; device="cuda" delivers them on the GPU (rlbench_vec.engine.tensors).
     """
 
     num_envs: int = 1

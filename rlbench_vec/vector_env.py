@@ -1,6 +1,6 @@
 """RLBenchVectorEnv: the public front. Validates what the user passes, keeps gymnasium's vector
-contract, and hands the work to the worker pool (rlbench_vec.pool) and the batch assembly
-(rlbench_vec.results).
+contract, and hands the work to the worker pool (rlbench_vec.engine.pool) and the batch assembly
+(rlbench_vec.engine.results).
 
 Contract (gymnasium's vector API):
 - Observations of reset/step/step_chunk/recv are views into shared memory unless copy_obs=True.
@@ -26,20 +26,21 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from . import checks, interrupts, shm
 from .backends.base import Demo
-from .calls import Calls, in_env_order, public, raise_first
 from .config import EnvConfig, VectorConfig, split_options
-from .envtable import IDLE
+from .display.xvfb import sweep_stale_displays
+from .engine import checks, interrupts
+from .engine.calls import Calls, in_env_order, public, raise_first
+from .engine.envtable import IDLE
+from .engine.output import Output
+from .engine.plan import make_plan
+from .engine.pool import Pool
+from .engine.results import Batch
 from .errors import ActionError, ClosedError, ConfigError, ResetNeeded, WorkerError
-from .output import Output
-from .plan import make_plan
-from .pool import Pool
-from .process import bootstrapping
-from .protocol import OBSERVE, RESULT
-from .results import Batch
 from .spec import ArraySpec, action_bounds, action_size
-from .xvfb import sweep_stale_displays
+from .wire import shm
+from .wire.process import bootstrapping
+from .wire.protocol import OBSERVE, RESULT
 
 AUTORESET = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP,
              "disabled": AutoresetMode.DISABLED}

@@ -27,7 +27,7 @@ import torch
 
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.cli import ArgumentParser, run_main
-from rlbench_vec.tensors import register_pinned, unregister_pinned
+from rlbench_vec.engine.tensors import register_pinned, unregister_pinned
 
 MB = 1 << 20
 

@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 
 from rlbench_vec import display as displays  # noqa: E402
-from rlbench_vec import glcheck, xvfb  # noqa: E402  (after the sys.path line above)
+from rlbench_vec.display import glcheck, xvfb  # noqa: E402  (after the sys.path line above)
 from rlbench_vec.cli import ArgumentParser, run_main  # noqa: E402
 
 FBO_PROGRAM = REPO / "tests" / "programs" / "glx_fbo_readback.py"
@@ -188,7 +188,7 @@ def selection(result: dict) -> None:
                                                                         "got": got})
             if len(gpus) > 1:  # hiding the other GPUs' device nodes, as containers do
                 hide = " ".join(f"mount --bind /dev/null /dev/nvidia{g.minor};" for g in gpus if g != gpu)
-                code = "from rlbench_vec.glcheck import print_gl_info; print_gl_info()"
+                code = "from rlbench_vec.display.glcheck import print_gl_info; print_gl_info()"
                 output = command("unshare", "-m", "sh", "-c", f"{hide} exec {sys.executable} -c '{code}'",
                                  env={**os.environ, **base})
                 try:

@@ -8,7 +8,7 @@
 #       (CARRY/whl); CARRY/manifest.txt lists every package and version. It also copies this script
 #       and this branch's files the check runs (CARRY/overlay). Default CARRY: .devcarry-glx
 #   bash CARRY/glx_gpu_check.sh run CARRY [ARGS]  there, from the repository root: where the tree's
-#       rlbench_vec/display.py has no self-test yet (this branch not merged), puts the overlay's files
+#       rlbench_vec/display/__init__.py has no self-test yet (this branch not merged), puts the overlay's files
 #       into that (throw-away) copy of the tree; unpacks the prefix to /tmp/glx-prefix and uses from it
 #       only the libraries the machine lacks; installs the wheels to /tmp/site unless mujoco, glfw and
 #       gymnasium import already; runs scripts/glx_gpu_check.py (ARGS go to it). $OUT (default ./out)
@@ -37,7 +37,7 @@ DEBS=(
 # The GPU machine's python3 is 3.12 with numpy, psutil, cloudpickle, typing-extensions, imageio.
 WHEELS=(mujoco==4.0.0 mujoco-core==4.0.0 glfw==2.11.0 gymnasium==1.4.0 farama-notifications==0.0.6)
 LIBS=(usr/lib/x86_64-linux-gnu lib/x86_64-linux-gnu)
-OVERLAY=(rlbench_vec/display.py tests/programs/glx_fbo_readback.py benchmarks/glx_throughput.py scripts/glx_gpu_check.py)
+OVERLAY=(rlbench_vec/display/__init__.py tests/programs/glx_fbo_readback.py benchmarks/glx_throughput.py scripts/glx_gpu_check.py)
 
 prepare() {
     local carry=${1:-.devcarry-glx} stage debs repo
@@ -77,11 +77,11 @@ run() {
     mkdir -p "$OUT" "$prefix"
     export GLX_CHECK_DEADLINE=$(($(date +%s) + ${GLX_CHECK_SECONDS:-450}))
     : >"$OUT/prefix_libs.txt"
-    if ! grep -q "def probe_gl" rlbench_vec/display.py; then  # this branch is not merged into the tree
+    if ! grep -q "def probe_gl" rlbench_vec/display/__init__.py; then  # this branch is not merged into the tree
         cp -r "$carry/overlay/." .
-        if grep -q "def parent_death_signal" rlbench_vec/process.py 2>/dev/null; then
+        if grep -q "def parent_death_signal" rlbench_vec/wire/process.py 2>/dev/null; then
             sed -i 's/from .worker import parent_death_signal/from .process import parent_death_signal/' \
-                rlbench_vec/display.py
+                rlbench_vec/display/__init__.py
         fi
         echo "overlaid this branch's ${OVERLAY[*]}" >>"$OUT/prefix_libs.txt"
     fi

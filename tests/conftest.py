@@ -12,7 +12,7 @@ import pytest
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.backends.mujoco.backend import renderer_environ
 from rlbench_vec.config import EnvConfig
-from rlbench_vec.shm import PREFIX, SHM_DIR
+from rlbench_vec.wire.shm import PREFIX, SHM_DIR
 
 # Some test modules import libraries that import MuJoCo (torchrl.envs does) at collection; the tests
 # that render in this process need it to load the headless renderer the backend would pick.

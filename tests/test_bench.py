@@ -15,7 +15,7 @@ import pytest
 from conftest import communicate_or_explain, with_faulthandler
 from test_video import mujoco_available
 
-from rlbench_vec import bench, bench_actions, bench_report
+from rlbench_vec.cli import bench, bench_actions, bench_report
 from rlbench_vec.config import CAMERAS, EnvConfig
 from rlbench_vec.distributed import RankInfo
 

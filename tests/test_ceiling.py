@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-from rlbench_vec.shm import PREFIX, SHM_DIR
+from rlbench_vec.wire.shm import PREFIX, SHM_DIR
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ["free", "pipes", "pipes_bare", "bell", "bell_bare", "spin"]

@@ -20,9 +20,9 @@ import pytest
 
 from rlbench_vec import display as display_module
 from rlbench_vec.display import PER_PROCESS_ENV, check_display, open_display
+from rlbench_vec.display.glcheck import NvidiaGpu
+from rlbench_vec.display.xvfb import remove_stale_display_files, start_xvfb, sweep_stale_displays, x_connection_accepted
 from rlbench_vec.errors import BackendUnavailableError, ConfigError
-from rlbench_vec.glcheck import NvidiaGpu
-from rlbench_vec.xvfb import remove_stale_display_files, start_xvfb, sweep_stale_displays, x_connection_accepted
 
 REPO = Path(__file__).resolve().parents[1]
 FBO_PROGRAM = REPO / "tests" / "programs" / "glx_fbo_readback.py"

@@ -18,7 +18,7 @@ import pytest
 from conftest import communicate_or_explain, live_children, own_segments, with_faulthandler
 
 from rlbench_vec import BackendUnavailableError, ClosedError, RestartBudgetExceeded, RLBenchVectorEnv, WorkerError
-from rlbench_vec.shm import SHM_DIR, pid_namespace
+from rlbench_vec.wire.shm import SHM_DIR, pid_namespace
 
 PROGRAM = Path(__file__).parent / "programs" / "own_env.py"
 

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from rlbench_vec.protocol import OK, RECORD, read_plain, reply, reply_reader, send_plain, send_reply
+from rlbench_vec.wire.protocol import OK, RECORD, read_plain, reply, reply_reader, send_plain, send_reply
 
 
 def _records(count: int, value: float) -> np.ndarray:

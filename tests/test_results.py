@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from gymnasium.vector import SyncVectorEnv
 
+from rlbench_vec.engine.results import EXECUTED, REWARD, TERMINATED, TRUNCATED, Batch, assemble, merge_infos
 from rlbench_vec.errors import WorkerError
-from rlbench_vec.protocol import EPISODE_OVER
-from rlbench_vec.results import EXECUTED, REWARD, TERMINATED, TRUNCATED, Batch, assemble, merge_infos
+from rlbench_vec.wire.protocol import EPISODE_OVER
 
 
 def page(n: int = 3, k: int = 4) -> tuple[dict[str, np.ndarray], np.ndarray]:

@@ -28,8 +28,8 @@ from test_display import wait_dead
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.backends.rlbench.demos import demo_actions, pose_delta, pose_in_frame
 from rlbench_vec.config import EnvConfig, VectorConfig
+from rlbench_vec.engine.plan import make_plan
 from rlbench_vec.errors import BackendUnavailableError, ConfigError, WorkerError
-from rlbench_vec.plan import make_plan
 from rlbench_vec.spec import action_size, low_dim_fields, observation_spec
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlbench_vec import shm
 from rlbench_vec.errors import ConfigError
+from rlbench_vec.wire import shm
 
 
 def block() -> shm.SharedBuffers:

@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from rlbench_vec.engine.tensors import TensorConverter, address_span, import_torch  # noqa: E402
 from rlbench_vec.errors import ConfigError  # noqa: E402  (torch first: the module is skipped without it)
-from rlbench_vec.tensors import TensorConverter, address_span, import_torch  # noqa: E402
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 SMALL = dict(cameras=("front",), image_size=(16, 16), num_envs=3)
@@ -188,7 +188,7 @@ def test_cuda_event_orders_other_streams_and_the_host(make_env):
 
 @needs_cuda
 def test_cuda_copies_chunks_and_unpinned_fallback(make_env, monkeypatch):
-    monkeypatch.setattr("rlbench_vec.tensors.register_pinned", lambda start, size: False)
+    monkeypatch.setattr("rlbench_vec.engine.tensors.register_pinned", lambda start, size: False)
     env = make_env(as_torch=True, device="cuda", copy_obs=True, chunk_obs="all", max_chunk=3, **SMALL)
     reference = make_env(chunk_obs="all", max_chunk=3, **SMALL)
     assert not env._to_tensors.pinned

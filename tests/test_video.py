@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rlbench_vec.config import VideoConfig
-from rlbench_vec.video import VideoRecorder
+from rlbench_vec.worker.video import VideoRecorder
 
 CODEC_TOLERANCE = 4.0  # mean absolute difference per channel value (0..255) after lossy h264
 

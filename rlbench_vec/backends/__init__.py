@@ -1,4 +1,11 @@
-"""Backend registry. Modules are imported lazily; none imports its simulator at import time."""
+"""Backends: the simulators a worker runs (`rlbench`, `mujoco`, `mjwarp`, `synthetic`), each a Backend
+(`base`) serving a group of envs. This module is their registry: it names each backend's module and
+imports it only when asked, and no backend module imports its simulator at import time, so the main
+process can ask a backend class for its facts without loading one.
+
+The registry and `base` are base modules (they import config and errors only). A backend's
+implementation may import the base modules (errors, config, spec) and other backends' modules (mjwarp
+builds on mujoco's scene and tasks); never `wire`, `display`, the engine, the worker side or the front."""
 
 from __future__ import annotations
 

@@ -31,8 +31,8 @@ import numpy as np
 from ..backends.base import Demo, WrittenDemo
 from ..config import EnvConfig
 from ..errors import DatasetError
-from ..process import SPAWN, death_reason, die_with_parent
-from ..shm import SHM_DIR, Field, SharedBuffers, plan_fields
+from ..wire.process import SPAWN, death_reason, die_with_parent
+from ..wire.shm import SHM_DIR, Field, SharedBuffers, plan_fields
 from .lerobot_format import LeRobotOptions
 from .rlbench_format import stored_episodes
 from .rlbench_writer import write_episode

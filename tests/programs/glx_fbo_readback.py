@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlbench_vec.glcheck import GLXContext
+from rlbench_vec.display.glcheck import GLXContext
 
 NEAR, FAR, HALF_WIDTH, EYE_DISTANCE = 0.2, 10.0, 0.1, 3.0
 CLEAR = (0.2, 0.4, 0.6)  # exact in 8 bits: 51, 102, 153

@@ -1,0 +1,354 @@
+"""Collect demos on all workers at once: `python -m rlbench_vec.collect [flags]`, or collect(CollectConfig(...)).
+
+    python -m rlbench_vec.collect --backend mujoco --tasks open_drawer reach_target --episodes_per_task 100 \\
+        --variations all --num_envs 16 --format rlbench --out DIR
+
+- Jobs: every (task, variation, episode) is a job whose demo seed comes from (--seed, task, variation,
+  episode, failed attempts so far), so the same arguments give the same demos whatever the number of envs,
+  the order of completion, crashes, or how often the run was resumed.
+- Collection: one RLBenchVectorEnv per task, its envs collecting every variation (each job passes its variation
+  to get_demos); each env collects one demo per call and gets its next job as soon as it returns, so no env
+  waits for the slowest. --variations all: mujoco knows the count in the main process, rlbench asks a started
+  env (get_attr("variation_count")).
+- Failures: an unsuccessful demo (or one whose backend raised) is retried with the next attempt's seed; a
+  crashed or hung worker (the engine restarts it) costs only its job, retried with the same seed. After
+  --max_attempts a job is given up and reported.
+- Writing: a pool of writer processes (rlbench_vec.datasets.writers) encodes and stores demos while the
+  workers collect, on the cores the workers leave free; where they leave none, each worker writes its own
+  demos. An episode appears on disk only complete (staging folder, then rename).
+- Resume: a rerun with the same arguments skips the episodes on disk and sweeps what dead writers left.
+- Summary: {out}/collect_summary.json (tasks, variations, episodes, failures, seconds, demos/s, command).
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import json
+import math
+import shlex
+import sys
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..backends import list_tasks
+from ..config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, VectorConfig
+from ..datasets import remove_stale_staging
+from ..datasets.lerobot_format import LeRobotOptions
+from ..datasets.writers import FORMATS, Episode, WriterOptions, WriterPool, store_rlbench
+from ..errors import ConfigError, RLBenchVecError, WorkerError
+from ..vector_env import RLBenchVectorEnv
+from . import INTERRUPTED, ArgumentParser
+from .collect_config import DATASET_ARGUMENTS, CollectConfig, checked_variations, known_variation_count
+
+SUMMARY_FILE = "collect_summary.json"
+def job_seed(seed: int, episode: Episode, attempt: int) -> int:
+    """The demo seed of one attempt at one job."""
+    entropy = [seed, zlib.crc32(episode.task.encode()), episode.variation, episode.episode, attempt]
+    return int(np.random.SeedSequence(entropy).generate_state(1)[0])
+
+
+@dataclass
+class Job:
+    episode: Episode
+    failures: int = 0  # attempts that returned no successful demo: each moves on to the next seed
+    crashes: int = 0  # attempts lost with their worker: retried with the same seed
+    worker_pid: int | None = None
+    error: str = ""
+
+    @property
+    def attempts(self) -> int:
+        return self.failures + self.crashes
+
+
+@dataclass
+class Tally:
+    """Counts of one run, per task, for the progress bar and the summary."""
+
+    planned: dict[str, int] = field(default_factory=dict)
+    variations: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=lambda: collections.defaultdict(int))
+    written: dict[str, int] = field(default_factory=lambda: collections.defaultdict(int))
+    demo_failures: int = 0
+    worker_errors: int = 0
+    failed: list[dict[str, Any]] = field(default_factory=list)  # jobs given up or not written
+
+    @property
+    def done(self) -> int:
+        return sum(self.written.values()) + len(self.failed)
+
+
+class ProgressBar:
+    """Episodes done, demos/s, ETA and failures on stderr: a rich bar on a terminal; else (a log file, CI)
+    one whole line every LINE_EVERY_S seconds and at the end, since rich cuts a line to 80 columns there."""
+
+    LINE_EVERY_S = 10.0
+
+    def __init__(self, enabled: bool):
+        self.bar: Any = None
+        self.lines = enabled and not sys.stderr.isatty()
+        self.last_line = -math.inf
+        if enabled and not self.lines:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("{task.description:<22}"), BarColumn(bar_width=24), MofNCompleteColumn(),
+                                TextColumn("{task.fields[rate]} demos/s  ETA"), TimeRemainingColumn(),
+                                TextColumn("{task.fields[failures]}"), console=Console(stderr=True))
+            self.bar.start()
+            self.task = self.bar.add_task("starting", total=None, rate="-", failures="")
+        self.started = time.perf_counter()
+
+    def update(self, description: str, tally: Tally, pool: WriterPool | None = None) -> None:
+        if self.bar is None and not self.lines:
+            return
+        now = time.perf_counter()
+        rate = sum(tally.written.values()) / max(now - self.started, 1e-9)
+        failures = f"failed demos {tally.demo_failures}, crashes {tally.worker_errors}, lost {len(tally.failed)}"
+        if pool is not None:
+            failures += f"; writer queue {pool.pending}/{pool.options.queue_size}"
+        total = sum(tally.planned.values())
+        if self.bar is not None:
+            self.bar.update(self.task, description=description, completed=tally.done, total=total,
+                            rate=f"{rate:.2f}", failures=failures)
+        elif now - self.last_line >= self.LINE_EVERY_S or description in ("done", "stopped"):
+            self.last_line = now
+            print(f"{description}: {tally.done}/{total} episodes, {rate:.2f} demos/s, {failures}", file=sys.stderr,
+                  flush=True)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]:
+    """Collect every job of `config` not yet on disk under config.out; return the summary, also written to
+    {out}/collect_summary.json. command: what the summary records (default: the equivalent command line)."""
+    config = config.validated()
+    env_configs = {task: config.env_config(task) for task in config.tasks}
+    counts: dict[str, int | None] = {}  # None: only the task's started env knows
+    for task, env_config in env_configs.items():
+        known = known_variation_count(env_config)
+        counts[task] = None if known is None else checked_variations(config, task, known)
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    _check_same_dataset(out, config)
+    swept = remove_stale_staging(out)
+    summary: dict[str, Any] = {"command": command or config.command(), "finished": False,
+                               "config": _dataset_arguments(config), "stale_staging_removed": swept}
+    tally = Tally()
+    started = time.perf_counter()
+    start_s = 0.0
+    progress: ProgressBar | None = None
+    options = WriterOptions(config.format, int(config.writers or 0), int(config.queue_size or 1),
+                            LeRobotOptions(vcodec=config.lerobot_vcodec,
+                                           checkpoint_every=config.lerobot_checkpoint_every))
+    pool = WriterPool(out, options, env_configs)
+    try:
+        todo = {task: None if count is None else _plan(config, task, count, pool, tally)
+                for task, count in counts.items()}
+        _write_summary(out, summary, config, tally, pool, 0.0, 0.0)
+        progress = ProgressBar(config.progress)
+        for task, jobs in todo.items():
+            if jobs == []:
+                continue
+            progress.update(f"{task}: starting", tally, pool)
+            t0 = time.perf_counter()
+            vector_config = _vector_config(config, config.num_envs if jobs is None else len(jobs))
+            with RLBenchVectorEnv.from_config(env_configs[task], vector_config) as env:
+                start_s += time.perf_counter() - t0
+                if jobs is None:
+                    count = checked_variations(config, task, int(env.get_attr("variation_count")[0]))
+                    jobs = _plan(config, task, count, pool, tally)
+                _collect_jobs(env, collections.deque(jobs), config, pool, tally,
+                              functools.partial(progress.update, task, tally, pool))
+        progress.update("writing", tally, pool)
+        pool.drain()
+        _record_writes(pool, tally)
+        remove_stale_staging(out)  # removes the staging folder itself once empty
+        summary["finished"] = True
+    finally:
+        pool.close()
+        _record_writes(pool, tally)
+        if progress is not None:
+            progress.update("done" if summary["finished"] else "stopped", tally, pool)
+            progress.stop()
+        _write_summary(out, summary, config, tally, pool, time.perf_counter() - started, start_s)
+    return summary
+
+
+def _plan(config: CollectConfig, task: str, variations: int, pool: WriterPool, tally: Tally) -> list[Job]:
+    """The jobs of the task's first `variations` variations that are not on disk yet, variation by variation."""
+    done = pool.completed(task)
+    jobs = [Job(Episode(task, variation, e)) for variation in range(variations)
+            for e in range(config.episodes_per_task) if (variation, e) not in done]
+    tally.variations[task], tally.planned[task] = variations, len(jobs)
+    tally.skipped[task] = variations * config.episodes_per_task - len(jobs)
+    return jobs
+
+
+def _vector_config(config: CollectConfig, jobs: int) -> VectorConfig:
+    # one env per worker process: a crash costs one job, and envs collect in parallel, not in turn
+    return VectorConfig(num_envs=min(config.num_envs, jobs), envs_per_worker=1, seed=config.seed)
+
+
+def _collect_jobs(env: RLBenchVectorEnv, jobs: collections.deque[Job], config: CollectConfig, pool: WriterPool,
+                  tally: Tally, show: Callable[[], None]) -> None:
+    """Run `jobs` on every env of `env` at once, each env starting its next job as soon as it returns a demo."""
+    running: dict[int, Job] = {}
+    idle = list(range(env.num_envs))
+    in_workers = pool.options.processes == 0
+    while jobs or running:
+        while idle and jobs:
+            env_id, job = idle.pop(), jobs.popleft()
+            job.worker_pid = env.worker_pid(env_id)
+            seed = job_seed(config.seed, job.episode, job.failures)
+            name, args = ("write_demo", (functools.partial(store_rlbench, str(pool.out), job.episode), seed)) \
+                if in_workers else ("get_demos", (1, seed))
+            env.call_async(name, *args, variation=job.episode.variation, env_ids=[env_id], ends_episode=True,
+                           timeout=config.demo_timeout_s)
+            running[env_id] = job
+        for env_id, result in env.call_wait(min_envs=1):
+            job = running.pop(env_id)
+            idle.append(env_id)
+            if isinstance(result, WorkerError) and env.worker_pid(env_id) != job.worker_pid:
+                job.crashes += 1  # the worker died or hung: not the demo's fault, same seed again
+                tally.worker_errors += 1
+                job.error = str(result).splitlines()[0]
+            elif isinstance(result, WorkerError) or not (result.success if in_workers else result[0].success):
+                job.failures += 1
+                tally.demo_failures += 1
+                job.error = str(result).splitlines()[0] if isinstance(result, WorkerError) else "the demo failed"
+            else:
+                if in_workers:
+                    pool.written_in_worker(job.episode, result)
+                else:
+                    pool.submit(job.episode, result[0])
+                continue
+            if job.attempts < config.max_attempts:
+                jobs.appendleft(job)
+            else:
+                tally.failed.append({**asdict(job.episode), "attempts": job.attempts, "error": job.error})
+        _record_writes(pool, tally)
+        show()
+
+
+def _record_writes(pool: WriterPool, tally: Tally) -> None:
+    for episode, error in pool.take_finished():
+        if error is None:
+            tally.written[episode.task] += 1
+        else:
+            tally.failed.append({**asdict(episode), "attempts": 1, "error": f"not written: {error}"})
+
+
+def _dataset_arguments(config: CollectConfig) -> dict[str, Any]:
+    return json.loads(json.dumps({name: getattr(config, name) for name in DATASET_ARGUMENTS}))
+
+
+def _check_same_dataset(out: Path, config: CollectConfig) -> None:
+    path = out / SUMMARY_FILE
+    if not path.is_file():
+        return
+    before = json.loads(path.read_text()).get("config", {})
+    now = _dataset_arguments(config)
+    different = {name: (before.get(name), now[name]) for name in DATASET_ARGUMENTS if before.get(name) != now[name]}
+    if different:
+        raise ConfigError(f"{out} holds demos collected with other arguments ({different}: before, now); resume with "
+                          "the same arguments, or collect into another --out.")
+
+
+def _write_summary(out: Path, summary: dict[str, Any], config: CollectConfig, tally: Tally, pool: WriterPool,
+                   seconds: float, start_s: float) -> None:
+    written = sum(tally.written.values())
+    summary.update({
+        "tasks": {task: {"variations": tally.variations.get(task), "episodes_per_variation": config.episodes_per_task,
+                         "planned": tally.planned.get(task, 0), "written": tally.written[task],
+                         "skipped": tally.skipped[task],
+                         "failed": [f for f in tally.failed if f["task"] == task]}
+                  for task in config.tasks},
+        "episodes": {"planned": sum(tally.planned.values()), "written": written,
+                     "skipped": sum(tally.skipped.values()), "failed": len(tally.failed)},
+        "failures": {"demo_failures": tally.demo_failures, "worker_errors": tally.worker_errors,
+                     "jobs_failed": len(tally.failed)},
+        "seconds": round(seconds, 3), "env_start_seconds": round(start_s, 3),
+        "demos_per_s": round(written / seconds, 3) if seconds > 0 else 0.0,
+        "num_envs": config.num_envs, "writer": pool.stats.summary(),
+    })
+    temporary = out / (SUMMARY_FILE + ".tmp")
+    temporary.write_text(json.dumps(summary, indent=2) + "\n")
+    temporary.replace(out / SUMMARY_FILE)
+
+
+# ---- command line ----
+
+def _count_or_all(text: str) -> int | str:
+    return text if text == "all" else int(text)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
+    parser = ArgumentParser(prog="python -m rlbench_vec.collect", description=__doc__)
+    default = CollectConfig()
+    parser.add_argument("--tasks", nargs="+", required=True, metavar="TASK",
+                        help="RLBench task names, or all (every task of the backend); the embedded backends "
+                             f"run {' '.join(list_tasks('mujoco'))}")
+    parser.add_argument("--out", required=True, help="dataset folder (a rerun resumes it)")
+    parser.add_argument("--episodes_per_task", type=int, default=default.episodes_per_task,
+                        help="episodes per variation, as RLBench counts them")
+    parser.add_argument("--variations", default=default.variations, type=_count_or_all,
+                        help="a count (variations 0..n-1) or all")
+    parser.add_argument("--format", default=default.format, choices=FORMATS)
+    parser.add_argument("--seed", type=int, default=default.seed)
+    parser.add_argument("--backend", default=default.backend, choices=BACKENDS)
+    parser.add_argument("--num_envs", type=int, default=default.num_envs, help="worker processes collecting at once")
+    parser.add_argument("--image_size", type=int, nargs=2, default=default.image_size, metavar=("WIDTH", "HEIGHT"))
+    parser.add_argument("--cameras", nargs="+", default=list(default.cameras), choices=CAMERAS)
+    parser.add_argument("--modalities", nargs="+", default=None, choices=MODALITIES,
+                        help="default: rgb depth mask; lerobot: rgb")
+    parser.add_argument("--arm_mode", default=default.arm_mode, choices=ARM_MODES)
+    parser.add_argument("--absolute_mode", type=int, default=1, choices=(0, 1))
+    parser.add_argument("--gripper_mode", default=default.gripper_mode, choices=GRIPPER_MODES)
+    parser.add_argument("--max_episode_steps", type=int, default=default.max_episode_steps)
+    parser.add_argument("--backend_options", type=json.loads, default={}, help="JSON")
+    parser.add_argument("--renderer", default=None, help="mujoco: osmesa, egl or glfw")
+    parser.add_argument("--demo_timeout_s", type=float, default=default.demo_timeout_s,
+                        help="restart a worker silent this long on one demo")
+    parser.add_argument("--max_attempts", type=int, default=default.max_attempts, help="per episode")
+    parser.add_argument("--writers", type=int, default=None,
+                        help="writer processes; 0: each worker writes its own demos (default: num_envs / 2 on the "
+                             "cores the envs leave free, 0 when they leave none)")
+    parser.add_argument("--queue_size", type=int, default=None,
+                        help="demos waiting for writers (default: 2 per writer)")
+    parser.add_argument("--lerobot_vcodec", default=default.lerobot_vcodec)
+    parser.add_argument("--lerobot_checkpoint_every", type=int, default=default.lerobot_checkpoint_every)
+    parser.add_argument("--progress", type=int, default=1, choices=(0, 1))
+    args = vars(parser.parse_args(argv))
+    args["absolute_mode"], args["progress"] = bool(args["absolute_mode"]), bool(args["progress"])
+    args["image_size"] = tuple(args["image_size"])
+    for key in ("tasks", "cameras", "modalities"):
+        args[key] = None if args[key] is None else tuple(args[key])
+    return CollectConfig(**args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    config = parse_args(argv)
+    try:
+        summary = collect(config, command=shlex.join(["python", "-m", "rlbench_vec.collect", *argv]))
+    except KeyboardInterrupt:
+        print(f"interrupted: run the same command again to resume ({Path(config.out) / SUMMARY_FILE}).",
+              file=sys.stderr)
+        return INTERRUPTED
+    except RLBenchVecError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    episodes = summary["episodes"]
+    print(f"{episodes['written']} episodes written, {episodes['skipped']} already there, {episodes['failed']} failed "
+          f"in {summary['seconds']:.1f} s ({summary['demos_per_s']:.2f} demos/s): {Path(config.out) / SUMMARY_FILE}")
+    return 1 if episodes["failed"] else 0
+

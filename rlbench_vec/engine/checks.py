@@ -1,0 +1,97 @@
+"""Checks of what a caller passes to the vector env's methods: actions, env ids, seeds and reset
+options. Pure functions: each returns the normalised value or raises a typed error saying what was
+wrong and how to fix it, before anything is sent to a worker.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..config import EnvConfig, integer
+from ..distributed import rank_seed
+from ..errors import ActionError, ConfigError
+from ..wire.protocol import dumps
+
+
+def pickled(payload: Any, what: str) -> bytes:
+    """The payload as it travels to a worker; a clear error before anything is sent if it cannot."""
+    try:
+        return dumps(payload)
+    except Exception as error:
+        raise ConfigError(f"{what} must be picklable to reach the workers: {type(error).__name__}: {error}") from None
+
+
+def actions(values: Any, count: int, chunked: bool, max_chunk: int, config: EnvConfig, low: np.ndarray,
+            high: np.ndarray) -> np.ndarray:
+    """(count, A) or (count, K, A) floats -> float32 (count, K, A); gripper clipped to its bounds."""
+    array = np.asarray(values)
+    if array.dtype.kind not in "fiu":
+        raise ActionError(f"actions must be a real-valued array, got dtype {array.dtype}.")
+    a = len(low)
+    if array.ndim != (3 if chunked else 2) or array.shape[0] != count or array.shape[-1] != a or (
+        chunked and not 1 <= array.shape[1] <= max_chunk
+    ):
+        expected = f"({count}, K, {a}) with 1 <= K <= max_chunk={max_chunk}" if chunked else f"({count}, {a})"
+        raise ActionError(f"actions have shape {array.shape}; expected {expected} for arm_mode="
+                          f"{config.arm_mode!r} + gripper_mode={config.gripper_mode!r}.")
+    array = array.astype(np.float32, copy=False).reshape(count, -1, a)
+    # ufuncs' reduce, not the methods' wrappers: a step's few actions cost less than the calls
+    if not math.isfinite(np.add.reduce(array, axis=None)) and not np.isfinite(array).all():  # overflows rarely
+        rows = sorted({int(r) for r in np.argwhere(~np.isfinite(array))[:, 0]})
+        raise ActionError(f"actions contain NaN or inf (rows {rows}); send finite values.")
+    gripper = array[..., -1]
+    if np.minimum.reduce(gripper, axis=None) < low[-1] or np.maximum.reduce(gripper, axis=None) > high[-1]:
+        array = array.copy()
+        np.clip(array[..., -1], low[-1], high[-1], out=array[..., -1])
+    return array
+
+
+def env_ids(values: Any, num_envs: int) -> np.ndarray:
+    if values is None:
+        return np.arange(num_envs)
+    ids = np.asarray(values).reshape(-1)
+    if ids.dtype.kind not in "iu":
+        if ids.dtype.kind == "f" and ids.size and np.array_equal(ids, np.round(ids)):
+            ids = ids.astype(np.int64)
+        elif ids.size:
+            raise ConfigError(f"env_ids must be integers, got {values!r}.")
+    ids = ids.astype(np.int64)  # our own copy: the caller may reuse its array
+    listed = ids.tolist()  # Python's min, max and set beat numpy's calls on the few ids of a partial batch
+    if not listed or min(listed) < 0 or max(listed) >= num_envs or len(set(listed)) != len(listed):
+        raise ConfigError(f"env_ids must be distinct integers in [0, {num_envs}), got {values!r}.")
+    return ids
+
+
+def reset_seeds(seed: int | Sequence[int | None] | None, num_envs: int) -> list[int | None]:
+    """One seed per env: an int gives env i seed + i (+ the rank's offset), a list one each."""
+    if seed is None or not isinstance(seed, (list, tuple, np.ndarray)):
+        base = rank_seed(None if seed is None else integer("seed", seed, 0), num_envs)
+        return [None if base is None else base + i for i in range(num_envs)]
+    if len(seed) != num_envs:
+        raise ConfigError(f"reset got {len(seed)} seeds for {num_envs} envs; give one per env.")
+    return [None if s is None else integer("seed", s, 0) for s in seed]
+
+
+def reset_options(options: dict[str, Any] | None, num_envs: int,
+                  autoreset_mode: str) -> tuple[list[dict | None], np.ndarray]:
+    """Per env: the shared options merged with its entry of options["env_options"]; and the reset mask."""
+    shared = dict(options or {})
+    mask = np.ones(num_envs, bool)
+    if "reset_mask" in shared:
+        if autoreset_mode != "disabled":
+            raise ConfigError("reset(options={'reset_mask': ...}) resets chosen envs with autoreset_mode='disabled' "
+                              f"(gymnasium's rule); this env uses autoreset_mode={autoreset_mode!r}.")
+        mask = np.asarray(shared.pop("reset_mask"))
+        if mask.dtype != bool or mask.shape != (num_envs,) or not mask.any():
+            raise ConfigError(f"reset_mask must be a bool array of shape ({num_envs},) with at least one True.")
+    own = shared.pop("env_options", None)
+    if own is not None and (not isinstance(own, (list, tuple)) or len(own) != num_envs
+                            or not all(o is None or isinstance(o, dict) for o in own)):
+        raise ConfigError(f"options['env_options'] must be a list of {num_envs} dicts (or None), one per env.")
+    merged = [({**shared, **(own[i] or {})} if own is not None else shared) or None for i in range(num_envs)]
+    pickled(merged, "reset options")
+    return merged, mask
