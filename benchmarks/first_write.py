@@ -17,10 +17,10 @@ import time
 
 import numpy as np
 
-from rlbench_vec.wire import shm
 from rlbench_vec.cli import ArgumentParser, run_main
 from rlbench_vec.config import EnvConfig
 from rlbench_vec.spec import observation_bytes
+from rlbench_vec.wire import shm
 
 
 def slot_bytes() -> int:

@@ -15,7 +15,9 @@ def parse_args(args_type: type[T], description: str | None) -> T:
     parser = ArgumentParser(description=description)
     for f in fields(args_type):  # type: ignore[arg-type]
         parser.add_argument("--" + f.name, type=type(f.default), default=f.default)
-    return args_type(**vars(parser.parse_args()))
+    args = vars(parser.parse_args())
+    args.pop("debug", None)  # run_main's
+    return args_type(**args)
 
 
 def missing(error: ModuleNotFoundError, extras: str) -> NoReturn:

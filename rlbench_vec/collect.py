@@ -7,4 +7,4 @@ from .cli.collect import SUMMARY_FILE, CollectConfig, collect, job_seed, main
 __all__ = ["SUMMARY_FILE", "CollectConfig", "collect", "job_seed", "main"]
 
 if __name__ == "__main__":
-    run_main(main, "python -m rlbench_vec.collect", on_interrupt="interrupted before the collection started")
+    run_main(main, "python -m rlbench_vec.collect", on_interrupt=" before the collection started")

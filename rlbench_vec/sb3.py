@@ -24,8 +24,9 @@ How SB3's contract (stable_baselines3.common.vec_env.VecEnv) is met:
   observations out of shared memory once (in flat mode the concatenation is that copy); rewards,
   flags and final observations already come as arrays of their own.
 - Actions: SB3 needs a Box with finite bounds (PPO clips its samples to them, SAC squashes into
-  them), and RLBench leaves the arm part unbounded: arm_limit bounds it to [-arm_limit, arm_limit]
-  (radians/s, radians or metres, by arm_mode); the quaternion and gripper keep their bounds.
+  them, and SAC's warm-up samples it): the vector env's action space is one (spec.action_bounds), and
+  its samples are valid actions. arm_limit narrows the arm part to [-arm_limit, arm_limit] (radians/s,
+  radians or metres, by arm_mode); the quaternion and gripper keep their bounds.
 - get_attr / set_attr / env_method reach the backend in each worker (gymnasium's semantics: a
   callable attribute is called); a name the backend lacks raises AttributeError, as SB3's has_attr
   expects. env_is_wrapped is False everywhere: the envs are simulator backends, not gymnasium.Env
@@ -43,7 +44,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices,
 
 from .config import EnvConfig, split_options
 from .errors import ConfigError, WorkerError
-from .spec import action_bounds
+from .spec import QUATERNION, ActionSpace, action_space
 from .vector_env import RLBenchVectorEnv
 
 OBSERVATIONS = ("dict", "flat")
@@ -77,8 +78,8 @@ class SB3VecEnv(VecEnv):
     """A stable-baselines3 VecEnv of num_envs RLBench environments in worker processes.
 
     observation: "dict" (a Dict space, for MultiInputPolicy) or "flat" (one float32 Box of every
-    key, for MlpPolicy; needs cameras=()). arm_limit: the bound of the arm's action values, which
-    RLBench leaves unbounded and SB3 needs bounded (required unless the arm is bounded).
+    key, for MlpPolicy; needs cameras=()). arm_limit: narrows the arm's action values to
+    [-arm_limit, arm_limit] (default: the vector env's bounds, spec.action_bounds).
     render_camera: the camera of render() / get_images().
     options: RLBenchVectorEnv's keyword options, except autoreset_mode, copy_obs, as_torch and
     device, which this class sets. The engine is `vector_env` (get_demos, stats, worker_pids...).
@@ -123,19 +124,20 @@ class SB3VecEnv(VecEnv):
             raise
 
     @staticmethod
-    def _bounded_actions(config: EnvConfig, arm_limit: float | None) -> gym.spaces.Box:
-        low, high = action_bounds(config)
-        unbounded = ~(np.isfinite(low) & np.isfinite(high))
+    def _bounded_actions(config: EnvConfig, arm_limit: float | None) -> ActionSpace:
+        """The vector env's action space (finite, valid samples), its arm values narrowed to ±arm_limit if given."""
+        space = action_space(config)
         if arm_limit is None:
-            if unbounded.any():
-                raise ConfigError(f"SB3 needs finite action bounds and arm_mode={config.arm_mode!r} leaves the arm "
-                                  "unbounded: pass arm_limit=... (e.g. 1.0 rad/s for joint_velocity, 0.05 m for a "
-                                  "delta ik move).")
-        elif isinstance(arm_limit, bool) or not isinstance(arm_limit, (int, float)) or not 0 < arm_limit < np.inf:
+            return space
+        if isinstance(arm_limit, bool) or not isinstance(arm_limit, (int, float)) or not 0 < arm_limit < np.inf:
             raise ConfigError(f"arm_limit must be a positive finite number, got {arm_limit!r}.")
-        else:
-            low[unbounded], high[unbounded] = -arm_limit, arm_limit
-        return gym.spaces.Box(low, high, dtype=np.float32)
+        arm = np.ones(space.shape, bool)
+        arm[-1] = False  # the gripper keeps its range
+        if space.pose:
+            arm[QUATERNION] = False  # the quaternion keeps [-1, 1]
+        low, high = space.low.copy(), space.high.copy()
+        low[arm], high[arm] = -arm_limit, arm_limit
+        return ActionSpace(low, high, space.pose)
 
     # ------------------------------------------------------------------ observations
     def _observations(self, obs: Mapping[str, np.ndarray], rows: int) -> VecEnvObs:

@@ -1,4 +1,5 @@
-"""Observation and action layout, computed from the config alone (no simulator is imported).
+"""Observation and action layout, computed from the config alone (no simulator is imported), and the
+action space, whose samples are valid actions.
 
 Shapes and dtypes follow RLBench's `Observation`: see ../shared/RLBENCH_API.md.
 """
@@ -6,7 +7,9 @@ Shapes and dtypes follow RLBench's `Observation`: see ../shared/RLBENCH_API.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from .backends import backend_class
@@ -14,6 +17,22 @@ from .config import POSE_ARM_MODES, EnvConfig
 
 PANDA_JOINTS = 7
 GRIPPER_BOUNDS = {"discrete": (0.0, 1.0), "joint_position": (0.0, 0.04)}
+# The Panda's joint limits (rad) and velocity limits (rad/s), as in Franka's datasheet and RLBench's model
+PANDA_Q_MIN = np.array([-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973])
+PANDA_Q_MAX = np.array([2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973])
+PANDA_DQ_MAX = np.array([2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61])
+# RLBench's table (top height, centre and half extent in x, y) and the box a pose target must lie in: the
+# table's box widened by 0.2 m and up to 1 m above it, like RLBench's planning workspace
+TABLE_TOP_Z = 0.752
+TABLE_CENTER = (0.2, 0.0)
+TABLE_HALF = (0.6, 0.55)
+WORKSPACE_LOW = np.array([TABLE_CENTER[0] - TABLE_HALF[0] - 0.2, -TABLE_HALF[1] - 0.2, TABLE_TOP_Z - 0.05])
+WORKSPACE_HIGH = np.array([TABLE_CENTER[0] + TABLE_HALF[0] + 0.2, TABLE_HALF[1] + 0.2, TABLE_TOP_Z + 1.0])
+# A delta action's bounds: RLBench's JointPositionActionMode moves a joint at most 0.1 rad per action;
+# RLBench bounds no delta pose, so a move of at most 5 cm per axis stands in (the bench's actions move 1 cm)
+DELTA_JOINT_BOUND = 0.1
+DELTA_POSITION_BOUND = 0.05
+QUATERNION = slice(3, 7)  # of a pose action: x y z, then the quaternion x y z w
 
 
 @dataclass(frozen=True)
@@ -85,11 +104,55 @@ def action_size(config: EnvConfig) -> int:
 
 
 def action_bounds(config: EnvConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds of one action. The arm is unbounded (RLBench defines none); the gripper is bounded."""
+    """Finite bounds of one action, so that a sample inside them is a valid action (ActionSpace): joint
+    velocities within the Panda's limits, absolute joint positions within its joint limits, absolute pose
+    positions inside the workspace, deltas within DELTA_JOINT_BOUND or DELTA_POSITION_BOUND, quaternion
+    components in [-1, 1]; the gripper within its mode's range."""
     size = action_size(config)
-    low = np.full(size, -np.inf, dtype=np.float32)
-    high = np.full(size, np.inf, dtype=np.float32)
+    low, high = np.empty(size, np.float32), np.empty(size, np.float32)
     if config.arm_mode in POSE_ARM_MODES:
-        low[3:7], high[3:7] = -1.0, 1.0
+        if config.absolute_mode:
+            low[:3], high[:3] = WORKSPACE_LOW, WORKSPACE_HIGH
+        else:
+            low[:3], high[:3] = -DELTA_POSITION_BOUND, DELTA_POSITION_BOUND
+        low[QUATERNION], high[QUATERNION] = -1.0, 1.0
+    elif config.arm_mode == "joint_velocity":
+        low[:-1], high[:-1] = -PANDA_DQ_MAX, PANDA_DQ_MAX
+    elif config.absolute_mode:
+        low[:-1], high[:-1] = PANDA_Q_MIN, PANDA_Q_MAX
+    else:
+        low[:-1], high[:-1] = -DELTA_JOINT_BOUND, DELTA_JOINT_BOUND
     low[-1], high[-1] = GRIPPER_BOUNDS[config.gripper_mode]
     return low, high
+
+
+class ActionSpace(gym.spaces.Box):
+    """The actions of one env, or of a batch of envs (leading dimensions), as a Box whose samples are
+    valid actions: in the pose modes each sample's quaternion is normalised to unit length (RLBench
+    refuses any other), which keeps it inside [-1, 1]. What a sample can still fail at is the robot's
+    reach: a pose without an IK solution, or a delta that leaves the workspace, ends that env's episode
+    as an invalid action (info["invalid_action"])."""
+
+    def __init__(self, low: np.ndarray, high: np.ndarray, pose: bool, seed: Any = None):
+        super().__init__(low, high, dtype=np.float32, seed=seed)
+        self.pose = pose
+
+    def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
+        action = super().sample(mask, probability)
+        if self.pose:
+            quaternion = action[..., QUATERNION]
+            norm = np.linalg.norm(quaternion, axis=-1, keepdims=True)
+            identity = np.array([0.0, 0.0, 0.0, 1.0], np.float32)
+            action[..., QUATERNION] = np.where(norm > 1e-6, quaternion / np.maximum(norm, 1e-6), identity)
+        return action
+
+    def batched(self, count: int) -> ActionSpace:
+        """The same space for `count` envs: (count, A), every row's samples valid."""
+        return ActionSpace(np.repeat(self.low[None], count, 0), np.repeat(self.high[None], count, 0), self.pose,
+                           seed=int(self.np_random.integers(2**31)))
+
+
+def action_space(config: EnvConfig) -> ActionSpace:
+    """One env's action space: action_bounds, with valid samples."""
+    low, high = action_bounds(config)
+    return ActionSpace(low, high, pose=config.arm_mode in POSE_ARM_MODES)

@@ -37,7 +37,7 @@ from .engine.plan import make_plan
 from .engine.pool import Pool
 from .engine.results import Batch
 from .errors import ActionError, ClosedError, ConfigError, ResetNeeded, WorkerError
-from .spec import ArraySpec, action_bounds, action_size
+from .spec import ArraySpec, action_size, action_space
 from .wire import shm
 from .wire.process import bootstrapping
 from .wire.protocol import OBSERVE, RESULT
@@ -113,11 +113,11 @@ class RLBenchVectorEnv(VectorEnv):
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         n = self.num_envs = vc.num_envs
         self._action_size = action_size(config)
-        self._action_low, self._action_high = action_bounds(config)
         self.single_observation_space = gym.spaces.Dict({k: _space(s) for k, s in layout.items()})
         self.observation_space = batch_space(self.single_observation_space, n)
-        self.single_action_space = gym.spaces.Box(self._action_low, self._action_high, dtype=np.float32)
-        self.action_space = batch_space(self.single_action_space, n)
+        self.single_action_space = action_space(config)  # its samples are valid actions
+        self.action_space = self.single_action_space.batched(n)
+        self._action_low, self._action_high = self.single_action_space.low, self.single_action_space.high
         shm.sweep_stale_segments()
         sweep_stale_displays()
 

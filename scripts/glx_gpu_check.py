@@ -45,8 +45,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 
 from rlbench_vec import display as displays  # noqa: E402
-from rlbench_vec.display import glcheck, xvfb  # noqa: E402  (after the sys.path line above)
 from rlbench_vec.cli import ArgumentParser, run_main  # noqa: E402
+from rlbench_vec.display import glcheck, xvfb  # noqa: E402  (after the sys.path line above)
 
 FBO_PROGRAM = REPO / "tests" / "programs" / "glx_fbo_readback.py"
 RGB_LEVELS, DEPTH_FRACTION, SHARE = 8, 1e-3, 0.99

@@ -115,7 +115,9 @@ def spawned_workers(main) -> list:
     return [child for child in main.children(recursive=True) if "spawn_main" in " ".join(child.cmdline())]
 
 
-def test_ctrl_c_ends_the_bench_with_one_line_and_nothing_left():
+@pytest.mark.parametrize("stop, status, word", [(signal.SIGINT, 130, "interrupted"),
+                                                 (signal.SIGTERM, 143, "terminated")])
+def test_ctrl_c_or_sigterm_ends_the_bench_with_one_line_and_nothing_left(stop, status, word):
     import psutil
 
     bench_process = subprocess.Popen(
@@ -129,11 +131,12 @@ def test_ctrl_c_ends_the_bench_with_one_line_and_nothing_left():
     time.sleep(2.0)  # stepping by now
     workers = spawned_workers(main)
     assert len(workers) == 2
-    bench_process.send_signal(signal.SIGINT)
+    bench_process.send_signal(stop)
     _, stderr = communicate_or_explain(bench_process, 60, workers)
-    assert bench_process.returncode == 130
+    assert bench_process.returncode == status
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
-    assert stderr.strip().splitlines()[-1] == "python -m rlbench_vec.bench: interrupted."
+    assert "leaked" not in stderr, "the shared memory was closed, so Python's resource tracker has nothing to say"
+    assert stderr.strip().splitlines()[-1] == f"python -m rlbench_vec.bench: {word}."
     psutil.wait_procs(workers, timeout=10)
     assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
 

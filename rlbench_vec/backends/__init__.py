@@ -36,5 +36,6 @@ def backend_class(name: str) -> type[Backend]:
 
 def list_tasks(backend: str = "auto") -> list[str]:
     """The task names (RLBench's, snake_case) `backend` runs: the embedded tasks for "mujoco" and
-    "mjwarp", the installed RLBench's for "rlbench"; empty for "synthetic", which takes any name."""
+    "mjwarp", the installed RLBench's for "rlbench", and for "synthetic" every RLBench task (PerAct's
+    additions included), which its RLBench-shaped observations stand in for."""
     return backend_class(resolve_backend(backend)).task_names()

@@ -74,7 +74,7 @@ class Backend(ABC):
 
     @classmethod
     def task_names(cls) -> list[str]:
-        """The tasks this backend runs, by RLBench name (empty: any name, as the synthetic backend)."""
+        """The tasks this backend runs, by RLBench name."""
         return []
 
     @classmethod
@@ -130,7 +130,7 @@ class Backend(ABC):
     @abstractmethod
     def step(self, action: np.ndarray) -> StepResult:
         """Apply one action (float32, shape (action_size,)). An invalid action ends the episode with
-        reward 0 and info["error"] naming it; it must not raise."""
+        reward 0, info["invalid_action"] True and info["error"] naming it; it must not raise."""
 
     @abstractmethod
     def write_observation(self, out: Mapping[str, np.ndarray]) -> None:

@@ -16,6 +16,7 @@ restarted worker (a fresh process) starts disarmed:
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 import time
@@ -27,6 +28,7 @@ import numpy as np
 from ..config import EnvConfig
 from ..errors import ConfigError
 from .base import Backend, StepResult
+from .mujoco.tasks.rlbench_names import RLBENCH_TASKS
 
 _OPTIONS = {
     "step_cost_s", "step_cost_dist", "reset_cost_s", "episode_length", "task_state_size",
@@ -71,7 +73,17 @@ class SyntheticBackend(Backend):
     name = "synthetic"
 
     @classmethod
+    def task_names(cls) -> list[str]:
+        """RLBench's tasks (PerAct's additions included): it stands in for any of them."""
+        return sorted(RLBENCH_TASKS)
+
+    @classmethod
     def validate(cls, config: EnvConfig) -> None:
+        if config.task not in RLBENCH_TASKS:
+            close = difflib.get_close_matches(config.task, RLBENCH_TASKS, n=3, cutoff=0.6)
+            raise ConfigError(f"unknown task {config.task!r}: the synthetic backend stands in for RLBench's tasks "
+                              "(rlbench_vec.list_tasks('synthetic'))"
+                              + (f"; closest: {', '.join(map(repr, close))}." if close else "."))
         unknown = set(config.backend_options) - _OPTIONS
         if unknown:
             raise ConfigError(

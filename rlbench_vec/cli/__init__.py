@@ -5,17 +5,43 @@ the front (vector_env), `datasets`, `backends` and the base modules; nothing imp
 
 This module holds what every command line of the package (and its examples) shares: the bench's
 convention of `--snake_case` flags and space-separated lists, every default and choice shown in `--help`,
-and Ctrl-C ending the command with one line and exit status 130 (the vector env's own cleanup leaves
-nothing behind)."""
+counts and sizes checked by the parser; bad input (a flag the parser refuses, a ConfigError) said in one
+line with exit status 2, another of the package's errors in one line with status 1 (`--debug` shows the
+traceback); and Ctrl-C or SIGTERM ending the command with one line and status 130 or 143 (the vector
+env's own cleanup leaves nothing behind)."""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from ..errors import ConfigError, RLBenchVecError
+
 INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command ended by Ctrl-C
+TERMINATED = 143  # 128 + SIGTERM
+BAD_INPUT = 2  # argparse's own status for arguments it refuses
+DEBUG_FLAG = "--debug"
+
+
+def _integer_at_least(least: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {least}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {least}"  # argparse names the type in its messages
+    return parse
+
+
+positive = _integer_at_least(1)  # counts and sizes: envs, steps, pixels, episodes
+non_negative = _integer_at_least(0)  # counts that may be none: spare envs, writers, env ids
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -35,6 +61,12 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def __init__(self, prog: str | None = None, description: str | None = None, **kwargs: Any):
         super().__init__(prog=prog, description=description, formatter_class=HelpFormatter, **kwargs)
+        self.add_argument(DEBUG_FLAG, action="store_true", default=argparse.SUPPRESS,  # set only when given
+                          help="show the traceback of an error")
+
+    def error(self, message: str) -> NoReturn:
+        """A refused argument in one line (argparse prints its whole usage first)."""
+        self.exit(BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         if not kwargs.get("help") and kwargs.get("default") is not None:
@@ -42,12 +74,44 @@ class ArgumentParser(argparse.ArgumentParser):
         return super().add_argument(*args, **kwargs)
 
 
-def run_main(main: Callable[[], Any], prog: str, on_interrupt: str = "interrupted") -> NoReturn:
-    """Runs a command's main and exits with the status it returns (an int; anything else is 0); Ctrl-C
-    prints one line instead of a traceback."""
+class _Stop:
+    """How the command is being stopped: by Ctrl-C unless a SIGTERM came."""
+
+    word, status = "interrupted", INTERRUPTED
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM ends a command as Ctrl-C does: through the SIGINT handler in force (a vector env's holds
+    it back until nothing is half done), so everything is closed and nothing is left behind."""
+    _Stop.word, _Stop.status = "terminated", TERMINATED
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    else:
+        raise KeyboardInterrupt
+
+
+def stopped_status() -> tuple[str, int]:
+    """("interrupted", 130) after Ctrl-C, ("terminated", 143) after SIGTERM: for a command that says more."""
+    return _Stop.word, _Stop.status
+
+
+def run_main(main: Callable[[], Any], prog: str, on_interrupt: str = "") -> NoReturn:
+    """Runs a command's main and exits with the status it returns (an int; anything else is 0). Ctrl-C and
+    SIGTERM print one line ("PROG: interrupted" or "terminated", then on_interrupt) instead of a traceback;
+    a ConfigError prints "PROG: error: ..." with status 2, any other error of the package the same with
+    status 1 (with --debug, the traceback instead)."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    debug = DEBUG_FLAG in sys.argv[1:]
     try:
         status = main()
     except KeyboardInterrupt:
-        print(f"{prog}: {on_interrupt}.", file=sys.stderr)
-        sys.exit(INTERRUPTED)
+        word, code = stopped_status()
+        print(f"{prog}: {word}{on_interrupt}.", file=sys.stderr)
+        sys.exit(code)
+    except RLBenchVecError as error:
+        if debug:
+            raise
+        print(f"{prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        sys.exit(BAD_INPUT if isinstance(error, ConfigError) else 1)
     sys.exit(status if isinstance(status, int) else 0)

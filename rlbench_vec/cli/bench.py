@@ -29,7 +29,7 @@ import numpy as np
 from ..config import ACTION_TIMINGS, ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, EnvConfig, VideoConfig
 from ..distributed import RankInfo
 from ..vector_env import RLBenchVectorEnv
-from . import ArgumentParser
+from . import ArgumentParser, non_negative, positive
 from .bench_actions import GRIPPER_SWITCH_P, ActionSampler
 from .bench_report import Progress, combine, print_summary
 from .bench_usage import CpuClock, gpu_used_mb, memory
@@ -39,9 +39,10 @@ DEFAULTS = EnvConfig()
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = ArgumentParser(prog="python -m rlbench_vec.bench", description=__doc__)
-    parser.add_argument("--num_envs", type=int, default=None,
+    parser.add_argument("--num_envs", type=positive, default=None,
                         help="envs of this rank (default: this host's cores / local ranks)")
-    parser.add_argument("--steps", type=int, default=100, help="timed actions per env (rounded up to whole chunks)")
+    parser.add_argument("--steps", type=positive, default=100,
+                        help="timed actions per env (rounded up to whole chunks)")
     parser.add_argument("--task", default=DEFAULTS.task, help="RLBench task, e.g. ReachTarget or open_drawer")
     parser.add_argument("--backend", default=DEFAULTS.backend, choices=BACKENDS,
                         help="auto: rlbench when installed, else the embedded mujoco")
@@ -54,23 +55,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--action_timing", default=DEFAULTS.action_timing, choices=ACTION_TIMINGS,
                         help="rlbench: an action runs until done; fixed: one control step per action (mujoco, mjwarp)")
     parser.add_argument("--renderer", default=None, help="backend renderer (mujoco: osmesa, egl, glfw)")
-    parser.add_argument("--action_chunk", type=int, default=1, help="K actions per env per round trip (step_chunk)")
+    parser.add_argument("--action_chunk", type=positive, default=1,
+                        help="K actions per env per round trip (step_chunk)")
     parser.add_argument(
         "--copy_obs", type=int, default=0, choices=(0, 1), help="1: copy observations out of shared memory"
     )
-    parser.add_argument("--image_size", type=int, nargs=2, default=DEFAULTS.image_size, metavar=("WIDTH", "HEIGHT"))
+    parser.add_argument("--image_size", type=positive, nargs=2, default=DEFAULTS.image_size,
+                        metavar=("WIDTH", "HEIGHT"))
     parser.add_argument("--cameras", nargs="+", default=list(DEFAULTS.cameras), choices=CAMERAS)
     parser.add_argument("--modalities", nargs="+", default=list(DEFAULTS.modalities), choices=MODALITIES)
-    parser.add_argument("--max_episode_steps", type=int, default=DEFAULTS.max_episode_steps)
-    parser.add_argument("--envs_per_worker", type=int, default=None, help="envs per worker process (default: the "
+    parser.add_argument("--max_episode_steps", type=positive, default=DEFAULTS.max_episode_steps)
+    parser.add_argument("--envs_per_worker", type=positive, default=None, help="envs per worker process (default: the "
                         "backend's: all cores busy for mujoco/synthetic, 1 for rlbench)")
-    parser.add_argument("--spare_envs", type=int, default=0, help="spare instances that take over at episode ends")
+    parser.add_argument("--spare_envs", type=non_negative, default=0,
+                        help="spare instances that take over at episode ends")
     parser.add_argument("--eager_reset", type=int, default=1, choices=(0, 1),
                         help="1: reset an ended episode before its next step is asked for")
     parser.add_argument("--async", dest="async_", action="store_true",
                         help="partial batches: send/recv, acting on the first --min_envs envs to finish")
     parser.add_argument(
-        "--min_envs", type=int, default=None, help="envs per partial batch (implies --async; default num_envs/2)"
+        "--min_envs", type=positive, default=None, help="envs per partial batch (implies --async; default num_envs/2)"
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -78,8 +82,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--record", action="store_true", help="record per-env video while benchmarking")
     parser.add_argument("--video_dir", default="videos")
-    parser.add_argument("--video_envs", type=int, nargs="+", default=None, help="envs that record (default: all)")
-    parser.add_argument("--video_fps", type=int, default=20)
+    parser.add_argument("--video_envs", type=non_negative, nargs="+", default=None,
+                        help="envs that record (default: all)")
+    parser.add_argument("--video_fps", type=positive, default=20)
     parser.add_argument("--gripper_switch", type=float, default=GRIPPER_SWITCH_P,
                         help="probability per env and action that the gripper changes (open <-> closed)")
     parser.add_argument("--as_torch", action="store_true", help="observations as torch tensors")
@@ -90,8 +95,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded in the JSON
     if args.min_envs is not None:
         args.async_ = True
-    if args.steps < 1 or args.action_chunk < 1:
-        parser.error("--steps and --action_chunk must be >= 1")
     if not 0.0 <= args.gripper_switch <= 1.0:
         parser.error("--gripper_switch is a probability in [0, 1]")
     if args.device is not None and not args.as_torch:

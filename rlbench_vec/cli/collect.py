@@ -42,9 +42,9 @@ from ..config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, Ve
 from ..datasets import remove_stale_staging
 from ..datasets.lerobot_format import LeRobotOptions
 from ..datasets.writers import FORMATS, Episode, WriterOptions, WriterPool, store_rlbench
-from ..errors import ConfigError, RLBenchVecError, WorkerError
+from ..errors import ConfigError, WorkerError
 from ..vector_env import RLBenchVectorEnv
-from . import INTERRUPTED, ArgumentParser
+from . import ArgumentParser, non_negative, positive, stopped_status
 from .collect_config import DATASET_ARGUMENTS, CollectConfig, checked_variations, known_variation_count
 
 SUMMARY_FILE = "collect_summary.json"
@@ -288,7 +288,7 @@ def _write_summary(out: Path, summary: dict[str, Any], config: CollectConfig, ta
 # ---- command line ----
 
 def _count_or_all(text: str) -> int | str:
-    return text if text == "all" else int(text)
+    return text if text == "all" else positive(text)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
@@ -298,36 +298,38 @@ def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
                         help="RLBench task names, or all (every task of the backend); the embedded backends "
                              f"run {' '.join(list_tasks('mujoco'))}")
     parser.add_argument("--out", required=True, help="dataset folder (a rerun resumes it)")
-    parser.add_argument("--episodes_per_task", type=int, default=default.episodes_per_task,
+    parser.add_argument("--episodes_per_task", type=positive, default=default.episodes_per_task,
                         help="episodes per variation, as RLBench counts them")
     parser.add_argument("--variations", default=default.variations, type=_count_or_all,
                         help="a count (variations 0..n-1) or all")
     parser.add_argument("--format", default=default.format, choices=FORMATS)
     parser.add_argument("--seed", type=int, default=default.seed)
     parser.add_argument("--backend", default=default.backend, choices=BACKENDS)
-    parser.add_argument("--num_envs", type=int, default=default.num_envs, help="worker processes collecting at once")
-    parser.add_argument("--image_size", type=int, nargs=2, default=default.image_size, metavar=("WIDTH", "HEIGHT"))
+    parser.add_argument("--num_envs", type=positive, default=default.num_envs,
+                        help="worker processes collecting at once")
+    parser.add_argument("--image_size", type=positive, nargs=2, default=default.image_size, metavar=("WIDTH", "HEIGHT"))
     parser.add_argument("--cameras", nargs="+", default=list(default.cameras), choices=CAMERAS)
     parser.add_argument("--modalities", nargs="+", default=None, choices=MODALITIES,
                         help="default: rgb depth mask; lerobot: rgb")
     parser.add_argument("--arm_mode", default=default.arm_mode, choices=ARM_MODES)
     parser.add_argument("--absolute_mode", type=int, default=1, choices=(0, 1))
     parser.add_argument("--gripper_mode", default=default.gripper_mode, choices=GRIPPER_MODES)
-    parser.add_argument("--max_episode_steps", type=int, default=default.max_episode_steps)
+    parser.add_argument("--max_episode_steps", type=positive, default=default.max_episode_steps)
     parser.add_argument("--backend_options", type=json.loads, default={}, help="JSON")
     parser.add_argument("--renderer", default=None, help="mujoco: osmesa, egl or glfw")
     parser.add_argument("--demo_timeout_s", type=float, default=default.demo_timeout_s,
                         help="restart a worker silent this long on one demo")
-    parser.add_argument("--max_attempts", type=int, default=default.max_attempts, help="per episode")
-    parser.add_argument("--writers", type=int, default=None,
+    parser.add_argument("--max_attempts", type=positive, default=default.max_attempts, help="per episode")
+    parser.add_argument("--writers", type=non_negative, default=None,
                         help="writer processes; 0: each worker writes its own demos (default: num_envs / 2 on the "
                              "cores the envs leave free, 0 when they leave none)")
-    parser.add_argument("--queue_size", type=int, default=None,
+    parser.add_argument("--queue_size", type=positive, default=None,
                         help="demos waiting for writers (default: 2 per writer)")
     parser.add_argument("--lerobot_vcodec", default=default.lerobot_vcodec)
-    parser.add_argument("--lerobot_checkpoint_every", type=int, default=default.lerobot_checkpoint_every)
+    parser.add_argument("--lerobot_checkpoint_every", type=positive, default=default.lerobot_checkpoint_every)
     parser.add_argument("--progress", type=int, default=1, choices=(0, 1))
     args = vars(parser.parse_args(argv))
+    args.pop("debug", None)  # run_main's
     args["absolute_mode"], args["progress"] = bool(args["absolute_mode"]), bool(args["progress"])
     args["image_size"] = tuple(args["image_size"])
     for key in ("tasks", "cameras", "modalities"):
@@ -341,12 +343,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         summary = collect(config, command=shlex.join(["python", "-m", "rlbench_vec.collect", *argv]))
     except KeyboardInterrupt:
-        print(f"interrupted: run the same command again to resume ({Path(config.out) / SUMMARY_FILE}).",
-              file=sys.stderr)
-        return INTERRUPTED
-    except RLBenchVecError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        word, status = stopped_status()
+        print(f"{word}: run the same command again to resume ({Path(config.out) / SUMMARY_FILE}).", file=sys.stderr)
+        return status
     episodes = summary["episodes"]
     print(f"{episodes['written']} episodes written, {episodes['skipped']} already there, {episodes['failed']} failed "
           f"in {summary['seconds']:.1f} s ({summary['demos_per_s']:.2f} demos/s): {Path(config.out) / SUMMARY_FILE}")

@@ -8,7 +8,7 @@ import sys
 import pytest
 from task_checks import MJWARP
 
-from rlbench_vec import ConfigError, EnvConfig, list_tasks
+from rlbench_vec import ConfigError, EnvConfig, RLBenchVectorEnv, list_tasks
 from rlbench_vec.backends import backend_class
 from rlbench_vec.backends.mujoco.tasks.rlbench_names import RLBENCH_TASKS
 
@@ -18,7 +18,15 @@ def test_list_tasks_names_the_embedded_tasks_by_rlbench_names():
     assert names == list_tasks("mjwarp") == sorted(names)
     assert {"reach_target", "pick_and_lift", "open_drawer", "push_buttons", "slide_block_to_color_target"} <= set(names)
     assert set(names) <= RLBENCH_TASKS
-    assert list_tasks("synthetic") == []
+
+
+def test_the_synthetic_backend_lists_and_takes_rlbenchs_tasks_only():
+    assert list_tasks("synthetic") == sorted(RLBENCH_TASKS)
+    assert {"open_jar", "sweep_to_dustpan_of_size", "place_wine_at_rack_location"} <= set(list_tasks("synthetic"))
+    with RLBenchVectorEnv(num_envs=1, task="OpenJar", backend="synthetic", cameras=()) as env:
+        assert env.get_attr("config")[0].task == "open_jar"
+    with pytest.raises(ConfigError, match=r"unknown task 'open_jarr'.*stands in for RLBench's tasks.*'open_jar'"):
+        RLBenchVectorEnv(num_envs=1, task="open_jarr", backend="synthetic")
 
 
 @pytest.mark.parametrize("backend", ["mujoco", "mjwarp"])

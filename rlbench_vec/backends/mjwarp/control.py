@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 import warp as wp
 
+from ...spec import PANDA_DQ_MAX, WORKSPACE_HIGH, WORKSPACE_LOW
 from ..mujoco.actions import UNIT_QUATERNION_TOLERANCE
 from ..mujoco.robot import GRIPPER_SAME_GOAL, GRIPPER_SPEED, MAX_MOTION_STEPS, PATH_ACCELERATION
-from ..mujoco.scene import FINGER_MAX, PANDA_DDQ_MAX, PANDA_DQ_MAX, WORKSPACE_HIGH, WORKSPACE_LOW
+from ..mujoco.scene import FINGER_MAX, PANDA_DDQ_MAX
 from .kinematics import Q_MAX, Q_MIN, clip7, ik_solve_near, vec7
 
 ARM, GRIPPER, DONE = 0, 1, 2

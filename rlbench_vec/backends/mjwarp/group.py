@@ -142,6 +142,7 @@ class MjwarpGroup(EnvGroup):
                 info["fault"] = ",".join(fault_names(int(bits[j])))
             if codes[j]:
                 info["error"] = f"InvalidActionError: {ERROR_MESSAGES[int(codes[j])]}"
+                info["invalid_action"] = True
             if motion[j] & ARM_MOVING:  # fixed timing: what is still under way
                 info["arm_moving"] = True
             if motion[j] & GRIPPER_MOVING:

@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import warp as wp
 
+from ...spec import PANDA_Q_MAX, PANDA_Q_MIN
 from ..mujoco.ik import PandaKinematics
-from ..mujoco.scene import HOME_QPOS, PANDA_Q_MAX, PANDA_Q_MIN
+from ..mujoco.scene import HOME_QPOS
 
 vec7 = wp.types.vector(length=7, dtype=wp.float32)
 vec6 = wp.types.vector(length=6, dtype=wp.float32)

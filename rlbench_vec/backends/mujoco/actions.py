@@ -33,10 +33,10 @@ import math
 import numpy as np
 
 from ...config import EnvConfig
-from ...spec import action_size
+from ...spec import WORKSPACE_HIGH, WORKSPACE_LOW, action_size
 from .geometry import quat_conjugate, quat_multiply, rotation_error, slerp, wxyz_to_xyzw, xyzw_to_wxyz
 from .robot import MAX_MOTION_STEPS, Panda
-from .scene import FINGER_MAX, WORKSPACE_HIGH, WORKSPACE_LOW
+from .scene import FINGER_MAX
 
 UNIT_QUATERNION_TOLERANCE = 1e-3  # float32 actions carry ~1e-7 of rounding
 PLANNING_STEP = 0.02  # metres between straight-line waypoints

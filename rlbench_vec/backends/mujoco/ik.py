@@ -11,8 +11,9 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from ...spec import PANDA_Q_MAX, PANDA_Q_MIN
 from .geometry import rotation_error
-from .scene import HOME_QPOS, PANDA_Q_MAX, PANDA_Q_MIN
+from .scene import HOME_QPOS
 
 ARM_DOFS = 7
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from ...spec import PANDA_DQ_MAX, PANDA_Q_MAX, PANDA_Q_MIN
 from .geometry import mat_to_quat
 from .ik import ARM_DOFS, PandaKinematics
-from .scene import FINGER_MAX, HOME_QPOS, PANDA_DDQ_MAX, PANDA_DQ_MAX, PANDA_Q_MAX, PANDA_Q_MIN
+from .scene import FINGER_MAX, HOME_QPOS, PANDA_DDQ_MAX
 
 CONTROL_DT = 0.05
 GRIPPER_SPEED = 0.2  # m/s of finger travel, RLBench's gripper actuation velocity

@@ -82,7 +82,7 @@ class Simulation:
         try:
             self.executor.apply(action)
         except InvalidAction as error:
-            return StepResult(0.0, True, {"error": f"InvalidActionError: {error}"})
+            return StepResult(0.0, True, {"error": f"InvalidActionError: {error}", "invalid_action": True})
         mujoco.mj_forward(self.model, self.data)  # positions, sites and contacts of the new state
         success = self.success.met()
         return StepResult(float(success), success, self.motion_info())

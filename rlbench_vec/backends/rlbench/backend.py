@@ -185,7 +185,8 @@ class RLBenchBackend(Backend):
             obs, reward, terminate = self.task_env.step(np.array(action, dtype=np.float64))
         except self.action_errors as error:
             self.error_count += 1  # the episode ends; self.obs stays the last valid observation
-            return StepResult(0.0, True, {"error": f"{type(error).__name__}: {error}", "error_count": self.error_count})
+            return StepResult(0.0, True, {"error": f"{type(error).__name__}: {error}", "invalid_action": True,
+                                          "error_count": self.error_count})
         self.obs = obs
         return StepResult(float(reward), bool(terminate))
 

@@ -1,0 +1,76 @@
+"""What every command line shares (rlbench_vec.cli), through the real commands: bad input said in one line
+with exit status 2 (its traceback only with --debug), counts that must be positive refused by the parser,
+and SIGTERM ending a command as Ctrl-C does."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import communicate_or_explain
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = [sys.executable, "-m", "rlbench_vec.bench", "--quiet", "--steps", "2"]
+COLLECT = [sys.executable, "-m", "rlbench_vec.collect", "--episodes_per_task", "1", "--backend", "mujoco"]
+
+
+def run(command: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--task", "open_jar", "--backend", "mujoco"], "'open_jar' is an RLBench task that the mujoco backend does not"),
+    (["--num_envs", "0"], "argument --num_envs: must be an integer >= 1, got 0"),
+    (["--num_envs", "-3"], "argument --num_envs: must be an integer >= 1, got -3"),
+    (["--image_size", "0", "0"], "argument --image_size: must be an integer >= 1, got 0"),
+    (["--min_envs", "0"], "argument --min_envs: must be an integer >= 1, got 0"),
+    (["--steps", "two"], "argument --steps: 'two' is not an integer"),
+    (["--spare_envs", "-1"], "argument --spare_envs: must be an integer >= 0, got -1"),
+])
+def test_the_bench_says_bad_input_in_one_line(flags, message):
+    done = run([*BENCH, "--backend", "synthetic", *flags])
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("python -m rlbench_vec.bench: error: "), done.stderr
+    assert message in done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--tasks", "open_jar"], "'open_jar' is an RLBench task"),
+    (["--tasks", "reach_target", "--num_envs", "0"], "argument --num_envs: must be an integer >= 1, got 0"),
+    (["--tasks", "reach_target", "--variations", "0"], "argument --variations: must be an integer >= 1, got 0"),
+    (["--tasks", "reach_target", "--max_attempts", "0"], "argument --max_attempts: must be an integer >= 1"),
+])
+def test_collect_says_bad_input_in_one_line_and_writes_nothing(flags, message, tmp_path):
+    out = tmp_path / "dataset"
+    done = run([*COLLECT, *flags, "--out", str(out)])
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("python -m rlbench_vec.collect: error: ")
+    assert message in done.stderr
+    assert not out.exists()
+
+
+def test_debug_shows_the_traceback():
+    done = run([*BENCH, "--task", "open_jar", "--backend", "mujoco", "--debug"])
+    assert done.returncode == 1
+    assert "Traceback" in done.stderr and "ConfigError" in done.stderr
+
+
+def test_sigterm_stops_collect_with_one_line_that_says_how_to_resume(tmp_path):
+    out = tmp_path / "dataset"
+    command = [*COLLECT, "--tasks", "reach_target", "--episodes_per_task", "200", "--num_envs", "1",
+               "--image_size", "16", "16", "--out", str(out)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (out / "reach_target" / "variation0" / "episodes").is_dir() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = communicate_or_explain(process, 60, [])
+    assert process.returncode == 143
+    assert "Traceback" not in stderr and "leaked" not in stderr
+    assert stderr.strip().splitlines()[-1] == (
+        f"terminated: run the same command again to resume ({out / 'collect_summary.json'}).")

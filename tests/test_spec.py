@@ -1,0 +1,77 @@
+"""The action space (rlbench_vec.spec): finite bounds in every arm mode whose samples are valid actions,
+checked on the space itself and by a random policy on the real MuJoCo backend."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+
+import numpy as np
+import pytest
+
+from rlbench_vec import EnvConfig, RLBenchVectorEnv
+from rlbench_vec.config import ARM_MODES, GRIPPER_MODES
+from rlbench_vec.spec import QUATERNION, WORKSPACE_HIGH, WORKSPACE_LOW, action_bounds, action_space
+
+MODES = list(itertools.product(ARM_MODES, (False, True)))
+
+
+def config(arm_mode: str, absolute: bool, gripper_mode: str = "discrete") -> EnvConfig:
+    return EnvConfig(task="reach_target", backend="mujoco", arm_mode=arm_mode, absolute_mode=absolute,
+                     gripper_mode=gripper_mode).validated()
+
+
+@pytest.mark.parametrize("arm_mode, absolute", MODES)
+@pytest.mark.parametrize("gripper_mode", GRIPPER_MODES)
+def test_bounds_are_finite_and_samples_are_inside_them(arm_mode, absolute, gripper_mode):
+    space = action_space(config(arm_mode, absolute, gripper_mode))
+    assert np.isfinite(space.low).all() and np.isfinite(space.high).all() and (space.low < space.high).all()
+    space.seed(0)
+    samples = np.stack([space.sample() for _ in range(200)])
+    assert all(space.contains(sample) for sample in samples)
+    if arm_mode in ("ik", "planning"):
+        np.testing.assert_allclose(np.linalg.norm(samples[:, QUATERNION], axis=1), 1.0, atol=1e-5)
+        if absolute:
+            assert (samples[:, :3] >= WORKSPACE_LOW - 1e-6).all() and (samples[:, :3] <= WORKSPACE_HIGH + 1e-6).all()
+
+
+def test_the_batched_space_samples_valid_rows_and_keeps_the_bounds():
+    single = action_space(config("ik", False))
+    batch = single.batched(5)
+    assert batch.shape == (5, 8)
+    assert np.array_equal(batch.low[3], single.low) and np.array_equal(batch.high[3], single.high)
+    rows = batch.sample()
+    assert batch.contains(rows)
+    np.testing.assert_allclose(np.linalg.norm(rows[:, QUATERNION], axis=1), 1.0, atol=1e-5)
+
+
+def test_a_plain_box_over_the_same_bounds_would_sample_invalid_quaternions():
+    """What the normalisation is for: uniform samples of [-1, 1]^4 are almost never unit quaternions."""
+    low, high = action_bounds(config("ik", True))
+    rng = np.random.default_rng(0)
+    quaternions = rng.uniform(low, high, size=(100, len(low)))[:, QUATERNION]
+    assert (np.abs(np.linalg.norm(quaternions, axis=1) - 1.0) > 1e-3).mean() > 0.9
+
+
+REACH_FAILURES = ("IK found no joint configuration", "outside the workspace")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mujoco") is None, reason="mujoco is not installed")
+@pytest.mark.parametrize("arm_mode, absolute", MODES)
+def test_a_random_policy_sends_only_valid_actions(arm_mode, absolute):
+    """env.action_space.sample() in every arm mode on the MuJoCo backend: joint actions are never invalid,
+    and a pose sample fails only where the robot cannot reach it, never for its form (a non-unit
+    quaternion, NaN, a wrong shape)."""
+    with RLBenchVectorEnv(num_envs=2, task="reach_target", backend="mujoco", cameras=(), arm_mode=arm_mode,
+                          absolute_mode=absolute, action_timing="fixed", envs_per_worker=2, seed=0) as env:
+        env.reset(seed=0)
+        env.action_space.seed(0)
+        errors = []
+        for _ in range(6):
+            _, _, _, _, info = env.step(env.action_space.sample())
+            invalid = info.get("_invalid_action", np.zeros(2, bool))
+            assert np.array_equal(invalid, info.get("_error", np.zeros(2, bool)))
+            errors += [str(info["error"][i]) for i in np.flatnonzero(invalid)]
+    if arm_mode in ("joint_velocity", "joint_position"):
+        assert errors == []
+    assert all(any(reason in error for reason in REACH_FAILURES) for error in errors), errors
