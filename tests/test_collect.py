@@ -168,6 +168,11 @@ def test_cli_survives_a_killed_worker_and_stores_the_same_demos(collected, tmp_p
     assert summary["failures"]["worker_errors"] == 1 and summary["episodes"]["written"] == 6
     assert summary["command"] == "python -m rlbench_vec.collect " + " ".join(command[3:])
     assert files(tmp_path) == files(out)
+    rerun = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0 and "0 episodes written, 6 already there, 0 failed" in rerun.stdout
+    lines = rerun.stderr.splitlines()
+    assert lines[0] == f"resuming {tmp_path}: 6 of 6 episodes are already there, 0 to collect", rerun.stderr
+    assert lines[-1].startswith("done: 6/6 episodes, "), rerun.stderr
 
 
 def test_rerun_resumes_and_sweeps_stale_staging(collected, tmp_path):
@@ -331,3 +336,39 @@ def test_rlbench_backend_collects_every_variation_through_the_double(monkeypatch
     with pytest.raises(ConfigError, match="open_drawer has 3 variations; --variations 4 asks for more"):
         collect(replace(every, out=str(tmp_path / "more"), variations=4))
     assert "rlbench" not in sys.modules and "pyrep" not in sys.modules, "the main process imported the simulator"
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 512 KiB tmpfs: a disk that fills after a few episodes."""
+    mount = tmp_path / "small_disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)], capture_output=True,
+                          text=True)
+    if done.returncode:
+        pytest.skip(f"cannot mount a small tmpfs here (mounting needs root): {done.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+@pytest.mark.parametrize("writers", ["0", "1"])
+def test_a_full_disk_stops_at_the_first_failure_with_one_line(small_disk, writers):
+    """Writing in the workers (--writers 0) or in a writer process: the first 'No space left on device' ends
+    the run (no job retried for it), with one line saying where and how to resume, exit status 1; every
+    episode on disk is whole."""
+    out = small_disk / "dataset"
+    command = [sys.executable, "-m", "rlbench_vec.collect", "--tasks", "reach_target", "--episodes_per_task", "40",
+               "--backend", "mujoco", "--num_envs", "1", "--writers", writers, "--image_size", "32", "32",
+               "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"python -m rlbench_vec.collect: error: the disk holding {out} is full ("), done.stderr
+    assert "No space left on device" in last and last.endswith("run the same command again to resume.")
+    assert "Traceback" not in done.stderr
+    episodes = sorted((out / "reach_target" / "variation0" / "episodes").iterdir())
+    assert 0 < len(episodes) < 40
+    for episode in episodes:
+        demo = read_episode(episode)  # every file of the episode is there and reads back
+        assert len(demo.observations["front_rgb"]) == len(demo.observations["joint_positions"]) > 0
+    assert not leftover_processes()

@@ -23,9 +23,11 @@
 from __future__ import annotations
 
 import collections
+import errno
 import functools
 import json
 import math
+import os
 import shlex
 import sys
 import time
@@ -42,12 +44,13 @@ from ..config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, Ve
 from ..datasets import remove_stale_staging
 from ..datasets.lerobot_format import LeRobotOptions
 from ..datasets.writers import FORMATS, Episode, WriterOptions, WriterPool, store_rlbench
-from ..errors import ConfigError, WorkerError
+from ..errors import ConfigError, DatasetError, WorkerError
 from ..vector_env import RLBenchVectorEnv
 from . import ArgumentParser, non_negative, positive, stopped_status
 from .collect_config import DATASET_ARGUMENTS, CollectConfig, checked_variations, known_variation_count
 
 SUMMARY_FILE = "collect_summary.json"
+DISK_FULL = tuple(os.strerror(code) for code in (errno.ENOSPC, errno.EDQUOT))  # as the errors quote them
 def job_seed(seed: int, episode: Episode, attempt: int) -> int:
     """The demo seed of one attempt at one job."""
     entropy = [seed, zlib.crc32(episode.task.encode()), episode.variation, episode.episode, attempt]
@@ -81,7 +84,12 @@ class Tally:
 
     @property
     def done(self) -> int:
-        return sum(self.written.values()) + len(self.failed)
+        """Episodes of the dataset that need nothing more: written now, already there, or given up."""
+        return sum(self.written.values()) + sum(self.skipped.values()) + len(self.failed)
+
+    @property
+    def total(self) -> int:
+        return sum(self.planned.values()) + sum(self.skipped.values())
 
 
 class ProgressBar:
@@ -113,14 +121,20 @@ class ProgressBar:
         failures = f"failed demos {tally.demo_failures}, crashes {tally.worker_errors}, lost {len(tally.failed)}"
         if pool is not None:
             failures += f"; writer queue {pool.pending}/{pool.options.queue_size}"
-        total = sum(tally.planned.values())
         if self.bar is not None:
-            self.bar.update(self.task, description=description, completed=tally.done, total=total,
+            self.bar.update(self.task, description=description, completed=tally.done, total=tally.total,
                             rate=f"{rate:.2f}", failures=failures)
         elif now - self.last_line >= self.LINE_EVERY_S or description in ("done", "stopped"):
             self.last_line = now
-            print(f"{description}: {tally.done}/{total} episodes, {rate:.2f} demos/s, {failures}", file=sys.stderr,
-                  flush=True)
+            print(f"{description}: {tally.done}/{tally.total} episodes, {rate:.2f} demos/s, {failures}",
+                  file=sys.stderr, flush=True)
+
+    def say(self, text: str) -> None:
+        """A line of its own, above the bar."""
+        if self.bar is not None:
+            self.bar.console.print(text)
+        elif self.lines:
+            print(text, file=sys.stderr, flush=True)
 
     def stop(self) -> None:
         if self.bar is not None:
@@ -155,10 +169,12 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
                 for task, count in counts.items()}
         _write_summary(out, summary, config, tally, pool, 0.0, 0.0)
         progress = ProgressBar(config.progress)
-        for task, jobs in todo.items():
+        _say_what_was_found(progress, out, tally)
+        for number, (task, jobs) in enumerate(todo.items(), start=1):
             if jobs == []:
                 continue
-            progress.update(f"{task}: starting", tally, pool)
+            doing = f"{task} (task {number}/{len(todo)})"  # the counts are of every task
+            progress.update(f"{doing}: starting", tally, pool)
             t0 = time.perf_counter()
             vector_config = _vector_config(config, config.num_envs if jobs is None else len(jobs))
             with RLBenchVectorEnv.from_config(env_configs[task], vector_config) as env:
@@ -166,8 +182,9 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
                 if jobs is None:
                     count = checked_variations(config, task, int(env.get_attr("variation_count")[0]))
                     jobs = _plan(config, task, count, pool, tally)
+                    _say_what_was_found(progress, out, tally, task)
                 _collect_jobs(env, collections.deque(jobs), config, pool, tally,
-                              functools.partial(progress.update, task, tally, pool))
+                              functools.partial(progress.update, doing, tally, pool))
         progress.update("writing", tally, pool)
         pool.drain()
         _record_writes(pool, tally)
@@ -179,7 +196,11 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
         if progress is not None:
             progress.update("done" if summary["finished"] else "stopped", tally, pool)
             progress.stop()
-        _write_summary(out, summary, config, tally, pool, time.perf_counter() - started, start_s)
+        try:
+            _write_summary(out, summary, config, tally, pool, time.perf_counter() - started, start_s)
+        except OSError:
+            if summary["finished"]:
+                raise  # else the run is already stopping (a full disk: the summary cannot be written either)
     return summary
 
 
@@ -191,6 +212,16 @@ def _plan(config: CollectConfig, task: str, variations: int, pool: WriterPool, t
     tally.variations[task], tally.planned[task] = variations, len(jobs)
     tally.skipped[task] = variations * config.episodes_per_task - len(jobs)
     return jobs
+
+
+def _say_what_was_found(progress: ProgressBar, out: Path, tally: Tally, task: str | None = None) -> None:
+    """On a resumed run: the episodes already in `out` (of one task planned late, or of every task planned)."""
+    tasks = [task] if task is not None else list(tally.planned)
+    found = sum(tally.skipped[name] for name in tasks)
+    if found:
+        todo = sum(tally.planned[name] for name in tasks)
+        progress.say(f"resuming {out}: {found} of {found + todo} episodes"
+                     f"{f' of {task}' if task else ''} are already there, {todo} to collect")
 
 
 def _vector_config(config: CollectConfig, jobs: int) -> VectorConfig:
@@ -217,6 +248,8 @@ def _collect_jobs(env: RLBenchVectorEnv, jobs: collections.deque[Job], config: C
         for env_id, result in env.call_wait(min_envs=1):
             job = running.pop(env_id)
             idle.append(env_id)
+            if isinstance(result, WorkerError):
+                _stop_if_disk_full(str(result), pool.out)
             if isinstance(result, WorkerError) and env.worker_pid(env_id) != job.worker_pid:
                 job.crashes += 1  # the worker died or hung: not the demo's fault, same seed again
                 tally.worker_errors += 1
@@ -245,6 +278,15 @@ def _record_writes(pool: WriterPool, tally: Tally) -> None:
             tally.written[episode.task] += 1
         else:
             tally.failed.append({**asdict(episode), "attempts": 1, "error": f"not written: {error}"})
+            _stop_if_disk_full(error, pool.out)
+
+
+def _stop_if_disk_full(error: str, out: Path) -> None:
+    """A full disk (or quota) fails every write after it: stop at the first such error, retrying nothing.
+    What was written is whole (an episode appears only complete), so a rerun resumes there."""
+    if any(text in error for text in DISK_FULL):
+        raise DatasetError(f"the disk holding {out} is full ({error.splitlines()[0]}): free space or choose "
+                           "another --out, then run the same command again to resume.")
 
 
 def _dataset_arguments(config: CollectConfig) -> dict[str, Any]:
