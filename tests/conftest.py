@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -20,6 +21,17 @@ os.environ.update(renderer_environ(EnvConfig(backend="mujoco")))
 # The Ctrl-C tests need SIGINT as Python sets it up in a foreground process: a shell starts a background
 # job (`pytest &`, a CI runner's) with SIGINT ignored, which its children would inherit.
 signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def needs(extra: str, *modules: str) -> pytest.MarkDecorator:
+    """Skip unless `modules` import; the reason names the extra of README's table that brings them."""
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    return pytest.mark.skipif(bool(missing), reason=extra_reason(extra, missing))
+
+
+def extra_reason(extra: str, missing: list[str]) -> str:
+    how = "install it as docs/collect.md says" if extra == "lerobot" else f"pip install -e '.[{extra}]'"
+    return f"needs {', '.join(missing)}: the {extra!r} extra ({how})"
 
 
 def own_segments() -> set[str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-from conftest import live_children, own_segments
+from conftest import extra_reason, live_children, own_segments
 from PIL import Image
 
 from rlbench_vec import CAMERAS, ConfigError, Demo, RLBenchVectorEnv, VectorConfig, list_tasks
@@ -234,8 +234,7 @@ def test_all_tasks_are_every_task_of_the_backend():
 
 
 def test_lerobot_format_reads_back(tmp_path):
-    pytest.importorskip("lerobot.datasets.lerobot_dataset",
-                        reason="lerobot is not installed (optional; docs/collect.md says how)")
+    pytest.importorskip("lerobot.datasets.lerobot_dataset", reason=extra_reason("lerobot", ["lerobot"]))
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     config = replace(CONFIG, out=str(tmp_path), format="lerobot", cameras=("front", "wrist"), image_size=(32, 32),

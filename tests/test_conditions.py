@@ -8,7 +8,6 @@ the sets) is evaluated in every state over three consecutive states, so ordered 
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import xml.etree.ElementTree as ET
@@ -16,6 +15,7 @@ import xml.etree.ElementTree as ET
 import mujoco
 import numpy as np
 import pytest
+from conftest import needs
 
 from rlbench_vec.backends.mujoco.scene import ARTICULATED, HOME_QPOS, Scene, axis_angle_quat, geom
 from rlbench_vec.backends.mujoco.tasks.conditions import (
@@ -89,8 +89,7 @@ def test_ordered_sets_inside_lazy_conditions_are_refused():
     assert check_condition(ConditionSet([ordered, NothingGrasped()])) is not None
 
 
-@pytest.mark.skipif(not all(importlib.util.find_spec(n) for n in ("warp", "mujoco_warp")),
-                    reason="the batched conditions need mujoco-warp and warp-lang")
+@needs("gpu", "warp", "mujoco_warp")
 def test_python_and_batched_conditions_agree():
     import mujoco_warp as mjw
     import warp as wp

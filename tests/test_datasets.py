@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import extra_reason
 
 from rlbench_vec import CAMERAS, Demo, EnvConfig, RLBenchVectorEnv
 from rlbench_vec.datasets import completed_episodes, episode_dir, read_episode, remove_stale_staging, write_episode
@@ -271,8 +272,7 @@ def test_stale_staging_keeps_live_writers(tmp_path):
 # ---- LeRobot ----
 
 def _lerobot():
-    return pytest.importorskip("lerobot.datasets.lerobot_dataset",
-                               reason="lerobot is not installed (optional; docs/collect.md says how)")
+    return pytest.importorskip("lerobot.datasets.lerobot_dataset", reason=extra_reason("lerobot", ["lerobot"]))
 
 
 def test_round_trip_lerobot_format(demos, tmp_path):
@@ -398,7 +398,7 @@ out.close()
 
 
 def test_lerobot_writer_keeps_the_av1_encoder_quiet(tmp_path):
-    av = pytest.importorskip("av", reason="PyAV comes with the lerobot extra")
+    av = pytest.importorskip("av", reason=extra_reason("lerobot", ["av"]))
     if "libsvtav1" not in av.codecs_available:
         pytest.skip("this PyAV build has no SVT-AV1 encoder")
     env = {key: value for key, value in os.environ.items() if key != "SVT_LOG"}

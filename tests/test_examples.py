@@ -3,7 +3,6 @@ results. The full runs and their numbers are in docs/ecosystem.md."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,12 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import needs
 
 REPO = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("mujoco") is None or importlib.util.find_spec("torch") is None,
-    reason="the examples need mujoco and torch",
-)
+pytestmark = needs("examples", "torch", "matplotlib")
 TINY_PPO = ["--num_envs", "1", "--num_steps", "16", "--total_steps", "32", "--update_epochs", "1",
             "--eval_episodes", "1", "--max_episode_steps", "5"]
 
@@ -64,7 +61,7 @@ def test_ppo_reach_under_torchrun(tmp_path):
     assert result["curve"][-1]["env_steps"] == 32  # both ranks' steps count towards the budget
 
 
-@pytest.mark.skipif(importlib.util.find_spec("stable_baselines3") is None, reason="needs stable-baselines3")
+@needs("ecosystem", "stable_baselines3")
 def test_sb3_ppo_reach_runs_and_saves_its_curve(tmp_path):
     out = tmp_path / "sb3"
     stdout = run([sys.executable, "examples/sb3_ppo_reach.py", "--num_envs", "2", "--num_steps", "16",

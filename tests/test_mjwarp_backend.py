@@ -8,7 +8,6 @@ RLBENCH_VEC_MJWARP_DEVICE=cuda:0 runs the same tests on a GPU.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -18,16 +17,14 @@ from dataclasses import replace
 import imageio.v2 as imageio
 import numpy as np
 import pytest
+from conftest import needs
 
 from rlbench_vec.backends.mujoco.backend import MujocoBackend, choose_variation, task_class, use_renderer
 from rlbench_vec.config import EnvConfig, VideoConfig
 from rlbench_vec.errors import ActionError, ConfigError, WorkerError
 from rlbench_vec.spec import observation_spec
 
-pytestmark = pytest.mark.skipif(
-    not all(importlib.util.find_spec(name) for name in ("warp", "mujoco_warp", "torch")),
-    reason="the mjwarp backend needs mujoco-warp, warp-lang and torch (pip install -e .[gpu] plus a torch build)",
-)
+pytestmark = needs("gpu", "warp", "mujoco_warp", "torch")
 
 DEVICE = os.environ.get("RLBENCH_VEC_MJWARP_DEVICE", "cpu")
 WORLDS = 3

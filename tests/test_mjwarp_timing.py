@@ -10,21 +10,18 @@ way, with the fingers moving as the mujoco backend's.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from dataclasses import replace
 
 import numpy as np
 import pytest
+from conftest import needs
 
 from rlbench_vec.backends.mujoco.backend import choose_variation, task_class, use_renderer
 from rlbench_vec.config import EnvConfig
 from rlbench_vec.errors import ActionError
 
-pytestmark = pytest.mark.skipif(
-    not all(importlib.util.find_spec(name) for name in ("warp", "mujoco_warp", "torch")),
-    reason="the mjwarp backend needs mujoco-warp, warp-lang and torch (pip install -e .[gpu] plus a torch build)",
-)
+pytestmark = needs("gpu", "warp", "mujoco_warp", "torch")
 
 DEVICE = os.environ.get("RLBENCH_VEC_MJWARP_DEVICE", "cpu")
 SEEDS = [5, 6, 7]

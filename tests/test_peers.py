@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import extra_reason
 
 REPO = Path(__file__).resolve().parents[1]
 PUFFERLIB_PYTHON = os.environ.get("RLBENCH_VEC_PUFFERLIB_PYTHON", "/work/venvs/puffer/bin/python")
@@ -28,7 +29,7 @@ def peers(out: Path, *options: str) -> tuple[int, dict, str]:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     """2 envs, 16 timed actions each (the least), free steps and heavy-tailed ones (10-step episodes)."""
-    pytest.importorskip("stable_baselines3", reason="SB3 is a peer here: pip install -e '.[bench]'")
+    pytest.importorskip("stable_baselines3", reason=extra_reason("bench", ["stable_baselines3"]))
     systems = ["gymnasium async", "sb3 subproc"]
     options = ["--pufferlib_python", PUFFERLIB_PYTHON] if Path(PUFFERLIB_PYTHON).exists() else []
     code, result, output = peers(tmp_path_factory.mktemp("peers"), "--num_envs", "2", "--scale", "0.01",

@@ -3,22 +3,20 @@ observations SB3 may keep, the VecEnv interface, SB3's wrappers and checker, and
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from conftest import extra_reason, live_children, own_segments
 
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec import make_env as make_single_env
 from rlbench_vec.errors import ConfigError
 
-pytest.importorskip("stable_baselines3")
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("mujoco") is None, reason="mujoco is not installed")
+pytest.importorskip("stable_baselines3", reason=extra_reason("ecosystem", ["stable_baselines3"]))
 
-from conftest import live_children, own_segments  # noqa: E402
 from stable_baselines3 import PPO  # noqa: E402
 from stable_baselines3.common.env_checker import check_env  # noqa: E402
 from stable_baselines3.common.monitor import Monitor  # noqa: E402

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="needs torch: the 'torch' extra (pip install -e '.[torch]')")
 
 from rlbench_vec.engine.tensors import TensorConverter, address_span, import_torch  # noqa: E402
 from rlbench_vec.errors import ConfigError  # noqa: E402  (torch first: the module is skipped without it)

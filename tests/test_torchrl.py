@@ -4,13 +4,11 @@ reset(options={"reset_mask": ...})), and a collector gathers batches across epis
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
+from conftest import extra_reason
 
-pytest.importorskip("torchrl")
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("mujoco") is None, reason="mujoco is not installed")
+pytest.importorskip("torchrl", reason=extra_reason("ecosystem", ["torchrl"]))
 
 import torch  # noqa: E402
 from tensordict.nn import TensorDictModule  # noqa: E402

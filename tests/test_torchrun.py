@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 import pytest
+from conftest import needs
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+pytestmark = needs("torch", "torch")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

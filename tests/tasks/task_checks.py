@@ -63,7 +63,7 @@ def check_mujoco(task: str, variations: int, first_description: str, oracle_seed
 
 def check_mjwarp(task: str, seeds: tuple[int, int] = (3, 4)) -> None:
     if not MJWARP:
-        pytest.skip("the mjwarp backend needs mujoco-warp, warp-lang and torch")
+        pytest.skip("needs warp, mujoco_warp, torch: the 'gpu' extra (pip install -e '.[gpu]')")
     cfg = config(task)
     use_renderer(cfg)
     from rlbench_vec.backends.mjwarp.simulation import BatchedSimulation

@@ -32,7 +32,7 @@ def test_the_synthetic_backend_lists_and_takes_rlbenchs_tasks_only():
 @pytest.mark.parametrize("backend", ["mujoco", "mjwarp"])
 def test_a_task_rlbench_has_but_this_backend_lacks_points_to_rlbench(backend):
     if backend == "mjwarp" and not MJWARP:
-        pytest.skip("the mjwarp backend needs mujoco-warp, warp-lang and torch (the gpu extra)")
+        pytest.skip("needs warp, mujoco_warp, torch: the 'gpu' extra (pip install -e '.[gpu]')")
     config = EnvConfig(task="OpenJar", backend=backend, backend_options={"device": "cpu"}).validated()
     with pytest.raises(ConfigError, match=rf"'open_jar' is an RLBench task that the {backend} backend does not "
                                           r"have yet\. Closest tasks here: 'close_jar', 'open_drawer'"
