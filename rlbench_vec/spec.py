@@ -1,5 +1,6 @@
-"""Observation and action layout, computed from the config alone (no simulator is imported), and the
-action space, whose samples are valid actions.
+"""Observation and action layout, computed from the config alone (no simulator is imported), and their
+gymnasium spaces: the action space, whose samples are valid actions, and batched spaces whose bounds take
+no memory per env.
 
 Shapes and dtypes follow RLBench's `Observation`: see ../shared/RLBENCH_API.md.
 """
@@ -7,7 +8,7 @@ Shapes and dtypes follow RLBench's `Observation`: see ../shared/RLBENCH_API.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -150,6 +151,29 @@ class ActionSpace(gym.spaces.Box):
         """The same space for `count` envs: (count, A), every row's samples valid."""
         return ActionSpace(np.repeat(self.low[None], count, 0), np.repeat(self.high[None], count, 0), self.pose,
                            seed=int(self.np_random.integers(2**31)))
+
+
+class BatchedBox(gym.spaces.Box):
+    """A Box stacked `count` times on a new leading axis whose bounds are broadcast views of the single
+    Box's: no host memory grows with the number of envs. (gymnasium's batch_space writes out every bound
+    and its mask: 2.5 GB for 1024 envs of five 128x128 cameras with rgb, depth and mask.)"""
+
+    def __init__(self, single: gym.spaces.Box, count: int, seed: Any = None):
+        shape = (count, *single.shape)
+        gym.spaces.Space.__init__(self, shape, single.dtype, seed)
+        self.single, self.count = single, count
+        self.low, self.high = np.broadcast_to(single.low, shape), np.broadcast_to(single.high, shape)
+        self.bounded_below = np.broadcast_to(single.bounded_below, shape)
+        self.bounded_above = np.broadcast_to(single.bounded_above, shape)
+        self.low_repr, self.high_repr = single.low_repr, single.high_repr
+
+    def __reduce__(self) -> tuple:  # pickled as the single Box and the count, never as full bounds
+        return BatchedBox, (self.single, self.count)
+
+
+def batched_observations(single: gym.spaces.Dict, count: int) -> gym.spaces.Dict:
+    """The observation space of `count` envs: each key's Box batched without copies of its bounds."""
+    return gym.spaces.Dict({key: BatchedBox(cast(gym.spaces.Box, space), count) for key, space in single.items()})
 
 
 def action_space(config: EnvConfig) -> ActionSpace:

@@ -24,7 +24,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space
 
 from .backends.base import Demo
 from .config import EnvConfig, VectorConfig, split_options
@@ -37,7 +36,7 @@ from .engine.plan import make_plan
 from .engine.pool import Pool
 from .engine.results import Batch
 from .errors import ActionError, ClosedError, ConfigError, ResetNeeded, WorkerError
-from .spec import ArraySpec, action_size, action_space
+from .spec import ArraySpec, action_size, action_space, batched_observations
 from .wire import shm
 from .wire.process import bootstrapping
 from .wire.protocol import OBSERVE, RESULT
@@ -114,7 +113,7 @@ class RLBenchVectorEnv(VectorEnv):
         n = self.num_envs = vc.num_envs
         self._action_size = action_size(config)
         self.single_observation_space = gym.spaces.Dict({k: _space(s) for k, s in layout.items()})
-        self.observation_space = batch_space(self.single_observation_space, n)
+        self.observation_space = batched_observations(self.single_observation_space, n)
         self.single_action_space = action_space(config)  # its samples are valid actions
         self.action_space = self.single_action_space.batched(n)
         self._action_low, self._action_high = self.single_action_space.low, self.single_action_space.high

@@ -312,6 +312,7 @@ def test_one_worker_serves_the_mujoco_layout_through_every_call(make_env):
     spec = observation_spec(mujoco_cfg)
     assert {k: (s.shape, s.dtype) for k, s in env.single_observation_space.items()} == {
         k: (s.shape, s.dtype) for k, s in spec.items()}
+    assert all(space.low.strides[0] == 0 for space in env.observation_space.values())  # no host memory per env
     assert len(env.worker_pids) == 1
 
     obs, info = env.reset(seed=7)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -451,3 +452,18 @@ def test_stats_after_close_are_the_last_figures(make_env):
     env.step(zeros(2))
     env.close()
     assert env.stats()["steps"].tolist() == [1, 1]
+
+
+def test_the_main_process_allocates_nothing_sized_by_the_observations(make_env):
+    """64 envs of five 128x128 cameras (rgb, depth): 37 MB of observations per batch, all in the shared block,
+    which the workers write; the main process's own allocations (the spaces, the batch machinery) stay small."""
+    tracemalloc.start()
+    try:
+        env = make_env(num_envs=64, envs_per_worker=32, image_size=(128, 128), modalities=("rgb", "depth"))
+        env.reset(seed=0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    observation_bytes = sum(space.low.size * space.dtype.itemsize for space in env.observation_space.values())
+    assert observation_bytes > 30e6
+    assert peak < observation_bytes / 8, f"{peak / 1e6:.1f} MB traced"  # 130 MB with gymnasium's batch_space
