@@ -277,7 +277,8 @@ ACTION_MODES = [  # (arm_mode, absolute_mode, gripper_mode): every arm mode, bot
 @pytest.mark.parametrize("arm_mode, absolute, gripper_mode", ACTION_MODES)
 @pytest.mark.parametrize("task", SWEPT_TASKS)
 def test_oracle_solves_task(backend_for, task, arm_mode, absolute, gripper_mode):
-    backend = backend_for(task=task, arm_mode=arm_mode, absolute_mode=absolute, gripper_mode=gripper_mode)
+    backend = backend_for(task=task, arm_mode=arm_mode, absolute_mode=absolute, gripper_mode=gripper_mode,
+                          backend_options={"variation": "random"})
     successes = sum(run_oracle(backend, seed) for seed in range(ORACLE_EPISODES))
     assert successes >= 0.9 * ORACLE_EPISODES, f"{task} in {arm_mode}: {successes}/{ORACLE_EPISODES}"
 

@@ -4,7 +4,9 @@ The conditions of every variation are flattened into one node list, children bef
 (equal sub-conditions shared); a world evaluates every node in order and its success is the node of
 its variation's root. Semantics as backends/mujoco/success.py (tests/test_conditions.py checks both on
 the same states): an ordered ConditionSet keeps per-world progress, cleared when the world's episode
-starts; JointCondition measures from the world's episode start.
+starts; JointCondition measures from the world's episode start. A task's indicators (colour changes
+once a condition is met) are nodes too: after each evaluation a second kernel colours the geoms of the
+met ones in the world's own colours (the model's per-world geom_rgba).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import numpy as np
 import warp as wp
 
+from ..mujoco.tasks.base import Indicator
 from ..mujoco.tasks.conditions import (
     Condition,
     ConditionSet,
@@ -24,6 +27,7 @@ from ..mujoco.tasks.conditions import (
     NothingGrasped,
     OrConditions,
     check_condition,
+    check_stateless,
 )
 from ..mujoco.world import PADS, SPHERE
 
@@ -108,6 +112,20 @@ def _evaluate(nodes: wp.array2d(dtype=int), sizes: wp.array(dtype=wp.vec3), chil
 
 
 @wp.kernel
+def _indicate(variation: wp.array(dtype=int), nodes: wp.array2d(dtype=int), geoms: wp.array2d(dtype=int),
+              colours: wp.array2d(dtype=wp.vec3), values: wp.array2d(dtype=int), geom_rgba: wp.array2d(dtype=wp.vec4)):
+    """Each (node, geom) entry of the world's variation: colour the geom once the node is met (-1: none)."""
+    world = wp.tid()
+    v = variation[world]
+    for k in range(nodes.shape[1]):
+        node = nodes[v, k]
+        if node >= 0 and values[world, node] != 0:
+            g = geoms[v, k]
+            rgb = colours[v, k]
+            geom_rgba[world, g] = wp.vec4(rgb[0], rgb[1], rgb[2], geom_rgba[world, g][3])
+
+
+@wp.kernel
 def _clear_progress(mask: wp.array(dtype=bool), progress: wp.array2d(dtype=int)):
     world, n = wp.tid()
     if mask[world]:
@@ -115,16 +133,23 @@ def _clear_progress(mask: wp.array(dtype=bool), progress: wp.array2d(dtype=int))
 
 
 class BatchedConditions:
-    """The success of every world: `conditions[v]` is variation v's condition; `model` the host MjModel
-    the names are looked up in (the device model is put from it)."""
+    """The success of every world: `conditions[v]` is variation v's condition, `indicators[v]` its
+    indicators (none when not given); `model` the host MjModel the names are looked up in (the device
+    model is put from it)."""
 
-    def __init__(self, model: Any, conditions: Sequence[Condition], num_worlds: int, device: Any):
+    def __init__(self, model: Any, conditions: Sequence[Condition], num_worlds: int, device: Any,
+                 indicators: Sequence[Sequence[Indicator]] = ()):
         self.model, self.device = model, device
         self.rows: list[list[int]] = []
         self.sizes: list[tuple[float, float, float]] = []
         self.children: list[int] = []
         self.index: dict[Condition, int] = {}
         roots = [self._add(check_condition(condition)) for condition in conditions]
+        entries = [[(self._add(check_stateless(indicator.condition)), model.geom(geom).id, indicator.rgb)
+                    for indicator in variation_indicators for geom in indicator.geoms]
+                   for variation_indicators in indicators] or [[]]
+        width = max(1, *map(len, entries))
+        padded = [row + [(-1, 0, (0.0, 0.0, 0.0))] * (width - len(row)) for row in entries]
 
         def ids(values: Any, dtype: Any = int) -> wp.array:
             return wp.array(np.asarray(values, np.int32), dtype=dtype, device=device)
@@ -133,6 +158,11 @@ class BatchedConditions:
         self.node_sizes = wp.array(np.array(self.sizes, np.float32).reshape(-1, 3), dtype=wp.vec3, device=device)
         self.child_list = ids(self.children or [0])
         self.roots = ids(roots)
+        self.indicator_nodes = ids([[node for node, _, _ in row] for row in padded])
+        self.indicator_geoms = ids([[geom for _, geom, _ in row] for row in padded])
+        self.indicator_colours = wp.array(np.array([[rgb for _, _, rgb in row] for row in padded], np.float32),
+                                          dtype=wp.vec3, device=device)
+        self.has_indicators = any(entries)
         self.pads = ids([model.geom(name).id for name in PADS])
         self.geom_bodyid = ids(model.geom_bodyid)
         self.touching = wp.zeros((num_worlds, model.nbody, 2), dtype=int, device=device)
@@ -171,14 +201,19 @@ class BatchedConditions:
         self.index[condition] = len(self.rows) - 1
         return len(self.rows) - 1
 
-    def evaluate(self, d: Any, start_qpos: wp.array, variation: wp.array, out: wp.array) -> None:
-        """out[world] = 1 where the world's variation's condition is met (after forward and collision)."""
+    def evaluate(self, d: Any, start_qpos: wp.array, variation: wp.array, out: wp.array,
+                 geom_rgba: wp.array | None = None) -> None:
+        """out[world] = 1 where the world's variation's condition is met (after forward and collision);
+        the geoms of the met indicators coloured in `geom_rgba` (the model's per-world colours)."""
         self.touching.zero_()
         wp.launch(_pad_contacts, dim=d.naconmax, device=self.device, inputs=[
             d.nacon, d.contact.geom, d.contact.worldid, self.geom_bodyid, self.pads, self.touching])
         wp.launch(_evaluate, dim=d.nworld, device=self.device, inputs=[
             self.nodes, self.node_sizes, self.child_list, self.roots, variation, d.xpos, d.site_xpos, d.site_xmat,
             d.qpos, start_qpos, self.touching, self.progress, self.values, out])
+        if self.has_indicators and geom_rgba is not None:
+            wp.launch(_indicate, dim=d.nworld, device=self.device, inputs=[
+                variation, self.indicator_nodes, self.indicator_geoms, self.indicator_colours, self.values, geom_rgba])
 
     def restart(self, mask: wp.array) -> None:
         """The masked worlds start new episodes: their ordered sets start from nothing met."""

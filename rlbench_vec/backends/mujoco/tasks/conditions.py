@@ -80,6 +80,13 @@ def is_stateful(condition: Condition) -> bool:
     return isinstance(condition, (ConditionSet, OrConditions)) and any(map(is_stateful, condition.conditions))
 
 
+def check_stateless(condition: Condition) -> Condition:
+    """The condition, or ValueError where it keeps progress (an indicator's may not)."""
+    if is_stateful(condition):
+        raise ValueError(f"an indicator's condition cannot keep progress (an ordered ConditionSet): {condition}")
+    return check_condition(condition)
+
+
 def check_condition(condition: Condition) -> Condition:
     """The condition, or ValueError where the batched evaluator could not match RLBench: RLBench stops
     evaluating an ordered set's or an OrConditions' children at the first unmet (met) one, which only
