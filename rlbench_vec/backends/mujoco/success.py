@@ -49,7 +49,7 @@ class SuccessEvaluator:
     def _met(self, condition: Condition, grasped: set[int]) -> bool:
         world = self.world
         if isinstance(condition, DetectedCondition):
-            return world.in_region(world.point(condition.obj), condition.region) != condition.negated
+            return world.detected(condition.obj, condition.region) != condition.negated
         if isinstance(condition, JointCondition):
             adr = world.qpos_adr(condition.joint)
             return bool(abs(world.data.qpos[adr] - self.start_qpos[adr]) > condition.position)
