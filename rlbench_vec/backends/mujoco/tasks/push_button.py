@@ -4,7 +4,9 @@ variation's colour (RLBench's 18 button colours: 18 variations), placed at rando
 Success (as RLBench): an ordered ConditionSet of one JointCondition, the plunger pressed more than 3 mm;
 the red plate turns green once pressed, until the episode ends. Departures: push_buttons' button (a box
 with a spring-loaded cylindrical plunger, the plate). State: the button's xyz, then its plunger's
-position (metres)."""
+position (metres).
+Placement yaw: no yaw (upstream: base ±π);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 

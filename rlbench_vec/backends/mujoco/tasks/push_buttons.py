@@ -6,7 +6,9 @@ Success (as PerAct's fork): an ordered ConditionSet of JointConditions, each but
 than 1 mm (stepjam's RLBench: 3 mm), in the described order (a button may spring back once counted). As
 RLBench, a button's red plate turns green once it is pressed, until the episode ends. Departures: buttons
 are boxes with a cylindrical plunger (the plate) on a spring. State: the three buttons' xyz, then their
-plungers' positions (metres, negative when pressed)."""
+plungers' positions (metres, negative when pressed).
+Placement yaw: no base rotation, buttons without yaw (upstream: base ±π, buttons ±π);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 

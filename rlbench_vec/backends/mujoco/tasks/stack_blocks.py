@@ -6,7 +6,9 @@ RLBench's 20, `2 + v % 3` blocks.
 Success (as RLBench): `count` of the four target blocks detected by the region over the plane
 (RLBench's DetectedSeveralCondition, written here as OrConditions over every choice of `count` blocks)
 and nothing grasped. Departures: the blocks are 5 cm cubes and the plane a flat square. State: the eight
-blocks' xyz (targets first), then the plane's xyz."""
+blocks' xyz (targets first), then the plane's xyz.
+Placement yaw: blocks yaw ±π, plane without yaw (upstream: base ±π, blocks ±π);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 

@@ -3,7 +3,9 @@
 
 Success (as RLBench): the chosen tap's joint turned more than 1.57 rad from where the episode started it.
 Departures: the faucet is a box with two taps, each a lever on a vertical hinge, placed at random (±11°
-yaw). State: the two levers' xyz, then the two taps' angles (rad)."""
+yaw). State: the two levers' xyz, then the two taps' angles (rad).
+Placement yaw: faucet yaw ±0.2 rad, the left tap always on the robot's left (upstream: base ±π);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 
