@@ -33,7 +33,7 @@ from rlbench_vec.spec import observation_spec
 
 def measure(task: str, demos: int, arm_mode: str, image_size: int) -> tuple[dict, np.ndarray | None]:
     config = EnvConfig(task=task, backend="mujoco", arm_mode=arm_mode, cameras=("front",), modalities=("rgb",),
-                       image_size=(image_size, image_size)).validated()
+                       image_size=(image_size, image_size), backend_options={"variation": "random"}).validated()
     BACKEND.validate(config)
     backend = BACKEND(config, 0)
     spec = observation_spec(config)

@@ -145,3 +145,65 @@ def test_python_and_batched_conditions_agree():
         mine = expected[:, variation == c]
         assert 0 < mine.sum() < mine.size, f"the states never make {condition} both true and false"
         np.testing.assert_array_equal(got[:, variation == c], mine, err_msg=str(condition))
+
+
+# (block centre from the zone's, zone yaw) -> (block detected by sphere_zone, by box_zone); the block is
+# a 5 cm cube, sphere_zone a 5 cm sphere, box_zone half (6, 3, 2) cm about the zone's axes.
+PART_INSIDE = [
+    ((0.06, 0.0, 0.0), 0.0, (True, True)),  # centre outside the sphere, its near face inside
+    ((0.08, 0.0, 0.0), 0.0, (False, True)),
+    ((0.058, 0.058, 0.0), 0.0, (True, False)),  # an edge inside the sphere
+    ((0.0, 0.05, 0.0), 0.0, (True, True)),  # centre outside the box, a face inside
+    ((0.0, 0.06, 0.0), 0.0, (True, False)),
+    ((0.0, 0.09, 0.0), 0.0, (False, False)),
+    ((0.08, 0.0, 0.04), 0.0, (False, True)),  # an edge inside the box
+    ((0.0, 0.08, 0.0), math.pi / 2, (False, True)),  # the box turned: its long axis along y
+    ((0.06, 0.0, 0.0), math.pi / 2, (True, False)),
+]
+
+
+@pytest.mark.skipif(not all(importlib.util.find_spec(n) for n in ("warp", "mujoco_warp")),
+                    reason="the batched conditions need mujoco-warp and warp-lang")
+def test_an_object_is_detected_when_part_of_it_is_inside_the_region():
+    """RLBench's sensors detect any part of a shape: a block whose centre is outside a region but part of
+    it inside is detected, on both evaluators; one wholly outside is not."""
+    import mujoco_warp as mjw
+    import warp as wp
+
+    from rlbench_vec.backends.mjwarp.conditions import BatchedConditions
+    from rlbench_vec.backends.mujoco.success import SuccessEvaluator
+    from rlbench_vec.backends.mujoco.world import World
+
+    conditions = [DetectedCondition("block", "sphere_zone"), DetectedCondition("block", "box_zone")]
+    model = scene_model()
+    zone = np.array([0.3, -0.3, 0.9])
+    states, expected = [], []
+    for offset, yaw, detected in PART_INSIDE:
+        data = mujoco.MjData(model)
+        world = World(model, data)
+        world.set_pose("zone", zone, axis_angle_quat((0, 0, 1), yaw))
+        world.set_pose("block", zone + offset, np.array([1.0, 0.0, 0.0, 0.0]))
+        mujoco.mj_forward(model, data)
+        evaluator = SuccessEvaluator(world)
+        for condition, want in zip(conditions, detected):
+            evaluator.start(condition)
+            assert evaluator.met() == want, (offset, yaw, condition)
+            states.append((data.qpos.copy(), data.mocap_pos.copy(), data.mocap_quat.copy()))
+            expected.append(want)
+
+    device = os.environ.get("RLBENCH_VEC_MJWARP_DEVICE", "cpu")
+    worlds = len(states)
+    wp.init()
+    with wp.ScopedDevice(device):
+        qpos, mocap_pos, mocap_quat = (np.stack(column).astype(np.float32) for column in zip(*states))
+        m = mjw.put_model(model)
+        d = mjw.put_data(model, mujoco.MjData(model), nworld=worlds, nconmax=64, njmax=256)
+        d.qpos.assign(qpos)
+        d.mocap_pos.assign(mocap_pos)
+        d.mocap_quat.assign(mocap_quat)
+        mjw.forward(m, d)
+        batched = BatchedConditions(model, conditions, worlds, device)
+        out = wp.zeros(worlds, dtype=int)
+        variations = wp.array((np.arange(worlds) % 2).astype(np.int32), dtype=int)
+        batched.evaluate(d, wp.array(qpos, dtype=float), variations, out)
+    np.testing.assert_array_equal(out.numpy(), np.array(expected, int))

@@ -19,7 +19,7 @@ EPISODE = 4
 SCENE = dict(task="reach_target", backend="mujoco", cameras=("front",), image_size=(32, 32),
              modalities=("rgb", "depth"),
              low_dim=("joint_positions", "gripper_pose", "task_low_dim_state"), arm_mode="joint_velocity",
-             max_episode_steps=EPISODE, copy_obs=True)
+             max_episode_steps=EPISODE, copy_obs=True, backend_options={"variation": "random"})
 
 
 def actions(t: int) -> np.ndarray:

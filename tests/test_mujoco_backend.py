@@ -167,20 +167,27 @@ def test_an_in_process_mujoco_that_cannot_render_is_refused_with_the_fix_named()
 
 
 def test_reset_is_seeded_and_variations_follow_options(backend_for):
+    """Variation 0 unless told otherwise (as an RLBench TaskEnvironment); backend_options' variation fixes
+    one, "random" draws one per reset from its seed; reset options set one for that reset."""
     backend = backend_for(task="reach_target")
-    info = backend.reset(5, None)
-    first = observe(backend)["task_low_dim_state"].copy()
-    assert 0 <= info["variation_index"] < len(COLORS)
+    assert {backend.reset(seed, None)["variation_index"] for seed in range(6)} == {0}
+    drawn = backend_for(task="reach_target", backend_options={"variation": "random"})
+    info = drawn.reset(5, None)
+    first = observe(drawn)["task_low_dim_state"].copy()
+    assert len({drawn.reset(seed, None)["variation_index"] for seed in range(6)}) > 1
     colour = COLORS[info["variation_index"]][0]
     assert info["descriptions"] and all(isinstance(d, str) and colour in d for d in info["descriptions"])
-    assert backend.reset(5, None) == info
-    np.testing.assert_array_equal(observe(backend)["task_low_dim_state"], first)
-    assert backend.reset(5, {"variation": 3})["variation_index"] == 3
+    assert drawn.reset(5, None) == info
+    np.testing.assert_array_equal(observe(drawn)["task_low_dim_state"], first)
+    assert drawn.reset(5, {"variation": 3})["variation_index"] == 3
     fixed = backend_for(task="open_drawer", backend_options={"variation": 2})
     assert {fixed.reset(seed, None)["variation_index"] for seed in range(4)} == {2}
     assert fixed.reset(0, None)["descriptions"][0] == "open the top drawer"
     with pytest.raises(ConfigError):
         fixed.reset(0, {"variation": 7})
+    with pytest.raises(ConfigError, match=r"variation must be an integer in 0\.\.2 \(open_drawer has 3 variations\) "
+                                          r"or 'random'"):
+        make_config(task="open_drawer", backend_options={"variation": "any"})
 
 
 # --- kinematics and actions -----------------------------------------------------------------------
@@ -270,7 +277,8 @@ ACTION_MODES = [  # (arm_mode, absolute_mode, gripper_mode): every arm mode, bot
 @pytest.mark.parametrize("arm_mode, absolute, gripper_mode", ACTION_MODES)
 @pytest.mark.parametrize("task", SWEPT_TASKS)
 def test_oracle_solves_task(backend_for, task, arm_mode, absolute, gripper_mode):
-    backend = backend_for(task=task, arm_mode=arm_mode, absolute_mode=absolute, gripper_mode=gripper_mode)
+    backend = backend_for(task=task, arm_mode=arm_mode, absolute_mode=absolute, gripper_mode=gripper_mode,
+                          backend_options={"variation": "random"})
     successes = sum(run_oracle(backend, seed) for seed in range(ORACLE_EPISODES))
     assert successes >= 0.9 * ORACLE_EPISODES, f"{task} in {arm_mode}: {successes}/{ORACLE_EPISODES}"
 

@@ -2,9 +2,13 @@
 facts (RLBench's variation count, the first description of variation 0). Joint-velocity actions.
 
 On mujoco (in this process, no cameras): the name resolves in both spellings, the variation count,
-descriptions, reset, a few steps, an oracle demo that succeeds for one seed, and the variation past the
-count refused with the count. On mjwarp (warp's CPU device, two worlds): reset gives the mujoco
-backend's task_low_dim_state for the same seeds, and a few steps run without faults.
+descriptions, variation 0 by default, a settled start, a few steps, an oracle demo that succeeds for one
+seed, and the variation past the count refused with the count. On mjwarp (warp's CPU device, two
+worlds): reset gives the mujoco backend's task_low_dim_state for the same seeds, a settled start, and a
+few steps run without faults.
+
+A settled start: with the arm held still for SETTLE_CHECK_STEPS steps after a reset, no free body of the
+task moves more than 5 mm or 0.02 rad, no task joint more than that, and no condition is met.
 """
 
 from __future__ import annotations
@@ -25,6 +29,33 @@ from rlbench_vec.spec import observation_spec
 
 LOW_DIM = ("joint_positions", "gripper_pose", "task_low_dim_state")
 MJWARP = all(importlib.util.find_spec(name) for name in ("warp", "mujoco_warp", "torch"))
+SETTLE_CHECK_STEPS = 10
+MOVED, TURNED = 0.005, 0.02  # metres, radians
+HOLD = np.array([0, 0, 0, 0, 0, 0, 0, 1], np.float32)  # joint velocities zero, gripper open
+
+
+def task_motion(model, before: np.ndarray, after: np.ndarray) -> dict[str, float]:
+    """How far each joint that is not the Panda's moved between two qpos: free joints by position
+    (metres) and rotation (radians), hinges (radians) and slides (metres) by value."""
+    motion = {}
+    for joint in range(model.njnt):
+        name, adr = model.joint(joint).name, int(model.jnt_qposadr[joint])
+        if name.startswith("panda_"):
+            continue
+        if model.jnt_type[joint] == 0:  # free
+            motion[name] = float(np.linalg.norm(after[adr:adr + 3] - before[adr:adr + 3]))
+            dot = min(1.0, abs(float(after[adr + 3:adr + 7] @ before[adr + 3:adr + 7])))
+            motion[f"{name} (rotation)"] = 2 * float(np.arccos(dot))
+        else:
+            motion[name] = abs(float(after[adr] - before[adr]))
+    return motion
+
+
+def assert_settled(task: str, motion: dict[str, float], rewards: np.ndarray) -> None:
+    limits = {name: TURNED if "rotation" in name else MOVED for name in motion}
+    moved = {name: round(value, 4) for name, value in motion.items() if value > limits[name]}
+    assert not moved, f"{task}: held still after reset, these moved: {moved}"
+    assert not np.any(rewards), f"{task}: a condition was met while the arm was held still after reset"
 
 
 def config(task: str, **kwargs) -> EnvConfig:
@@ -42,8 +73,11 @@ def check_mujoco(task: str, variations: int, first_description: str, oracle_seed
         BACKEND.validate(replace(cfg, backend_options={"variation": variations}))
     backend = BACKEND(cfg, 0)
     try:
-        info = backend.reset(0, {"variation": 0})
+        info = backend.reset(0, None)
         assert info["descriptions"][0] == first_description and info["variation_index"] == 0
+        start = backend.sim.data.qpos.copy()
+        rewards = np.array([backend.step(HOLD).reward for _ in range(SETTLE_CHECK_STEPS)])
+        assert_settled(task, task_motion(backend.sim.model, start, backend.sim.data.qpos), rewards)
         assert all(backend.sim.task.descriptions(v) for v in range(variations))
         spec = observation_spec(cfg)
         rng = np.random.default_rng(0)
@@ -79,6 +113,12 @@ def check_mjwarp(task: str, seeds: tuple[int, int] = (3, 4)) -> None:
             host.reset(choose_variation(task_class(cfg), cfg, None, rng), rng)
             assert infos[world]["variation_index"] == host.variation
             np.testing.assert_allclose(state[world], host.low_dim_state(), atol=1e-5)
+        start, rewards = sim.d.qpos.numpy().copy(), []
+        for _ in range(SETTLE_CHECK_STEPS):
+            rewards.append(sim.step(np.tile(HOLD, (len(seeds), 1))).reward.cpu().numpy())
+        after = sim.d.qpos.numpy()
+        for world in range(len(seeds)):
+            assert_settled(task, task_motion(host.model, start[world], after[world]), np.array(rewards)[:, world])
         actions = np.zeros((len(seeds), 8), np.float32)
         actions[:, :7], actions[:, 7] = 0.2, 1.0
         for _ in range(3):

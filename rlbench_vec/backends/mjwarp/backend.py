@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from ...config import EnvConfig, flag, integer
 from ...errors import ConfigError
 from ..base import Backend, EnvGroup
-from ..mujoco.backend import task_class
+from ..mujoco.backend import check_variation_option, task_class
 from ..mujoco.tasks import TASKS
 from . import check_config, device_of, require
 
@@ -24,7 +24,8 @@ class MjwarpBackend(Backend):
     """All envs of a vector env as the worlds of one MuJoCo Warp simulator, in one worker process.
 
     backend_options: device (see device_of), nconmax (contact slots per world, pooled: 64), njmax
-    (constraint rows per world: 256), variation (every episode's task variation, as the mujoco backend),
+    (constraint rows per world: 256), variation (every episode's task variation, or "random": one drawn
+    per reset; unset: 0, as the mujoco backend),
     deterministic (MuJoCo Warp's deterministic execution: on a GPU too, each world's trajectory is
     bit-for-bit a function of its own seed and actions; False).
     """
@@ -46,8 +47,7 @@ class MjwarpBackend(Backend):
             if name in config.backend_options:
                 integer(f"mjwarp backend_options[{name!r}]", config.backend_options[name], 1)
         if "variation" in config.backend_options:
-            count = task_class(config).variation_count
-            integer("mjwarp backend_options['variation']", config.backend_options["variation"], 0, count - 1)
+            check_variation_option(task_class(config), config.backend_options["variation"], cls.name)
         device = device_of(config)
         if device.startswith("cuda"):
             import torch

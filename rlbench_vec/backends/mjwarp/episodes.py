@@ -4,7 +4,8 @@ A new episode is drawn exactly as the mujoco backend draws it: the same `Simulat
 posture, then the task's own randomisation) on a host copy of the model, from a per-world generator
 seeded like env `i` of the mujoco backend. So a world reset with seed s starts the same episode as
 backend="mujoco" reset with seed s. The start (joint positions, controls, mocap poses, object
-colours, variation) is kept per world on the device: a reset or a fault restores it there.
+colours, variation) is kept per world on the device: a reset or a fault restores it there (the colours
+too, which a task's indicators change during an episode).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ Options = Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None
 
 @wp.kernel
 def _restore(mask: wp.array(dtype=bool), start_qpos: wp.array2d(dtype=float), start_ctrl: wp.array2d(dtype=float),
-             start_mocap_pos: wp.array2d(dtype=wp.vec3), start_mocap_quat: wp.array2d(dtype=wp.quat), arm: Arm,
-             c: Controller, qpos: wp.array2d(dtype=float), ctrl: wp.array2d(dtype=float),
-             mocap_pos: wp.array2d(dtype=wp.vec3), mocap_quat: wp.array2d(dtype=wp.quat)):
+             start_mocap_pos: wp.array2d(dtype=wp.vec3), start_mocap_quat: wp.array2d(dtype=wp.quat),
+             start_geom_rgba: wp.array2d(dtype=wp.vec4), arm: Arm, c: Controller, qpos: wp.array2d(dtype=float),
+             ctrl: wp.array2d(dtype=float), mocap_pos: wp.array2d(dtype=wp.vec3), mocap_quat: wp.array2d(dtype=wp.quat),
+             geom_rgba: wp.array2d(dtype=wp.vec4)):
     """Write the episode start of the masked worlds (after mujoco_warp.reset_data zeroed the rest)."""
     world = wp.tid()
     if not mask[world]:
@@ -40,6 +42,8 @@ def _restore(mask: wp.array(dtype=bool), start_qpos: wp.array2d(dtype=float), st
     for i in range(mocap_pos.shape[1]):
         mocap_pos[world, i] = start_mocap_pos[world, i]
         mocap_quat[world, i] = start_mocap_quat[world, i]
+    for i in range(geom_rgba.shape[1]):
+        geom_rgba[world, i] = start_geom_rgba[world, i]
     c.phase[world] = PHASE_DONE
     c.hold[world] = arm_joints(start_qpos, world, arm.qpos_adr)
     c.fault[world] = 0
@@ -69,7 +73,8 @@ class EpisodeStarts:
                         for name, (shape, dtype) in shapes.items()}
         self.staging["geom_rgba"] = wp.zeros(geom_rgba.shape, dtype=wp.vec4, device="cpu", pinned=pinned)
         self.on_device = {name: wp.zeros(shape, dtype=dtype, device=device) for name, (shape, dtype) in shapes.items()}
-        self.on_device["geom_rgba"] = geom_rgba  # the model's per-world colours
+        self.on_device["geom_rgba"] = wp.zeros(geom_rgba.shape, dtype=wp.vec4, device=device)
+        self.geom_rgba = geom_rgba  # the model's per-world colours, restored from the start's
         self.host_view = {name: array.numpy() for name, array in self.staging.items()}
 
     @property
@@ -106,5 +111,5 @@ class EpisodeStarts:
         """Restore the masked worlds' episode starts (capturable); the caller runs forward after."""
         s = self.on_device
         wp.launch(_restore, dim=self.num_worlds, device=self.device, inputs=[
-            mask, s["qpos"], s["ctrl"], s["mocap_pos"], s["mocap_quat"], arm, controller, d.qpos, d.ctrl,
-            d.mocap_pos, d.mocap_quat])
+            mask, s["qpos"], s["ctrl"], s["mocap_pos"], s["mocap_quat"], s["geom_rgba"], arm, controller, d.qpos,
+            d.ctrl, d.mocap_pos, d.mocap_quat, self.geom_rgba])

@@ -1,5 +1,5 @@
-"""A task declaration (backends/mujoco/tasks) on every world: success through the batched conditions
-(conditions.py) and task_low_dim_state from the declared terms, both for each world's variation.
+"""A task declaration (backends/mujoco/tasks) on every world: success and indicators through the batched
+conditions (conditions.py) and task_low_dim_state from the declared terms, for each world's variation.
 
 Nothing per task: ids come from the host model the device model was put from, so a new task module
 runs here as declared.
@@ -52,10 +52,12 @@ def _low_dim_state(kinds: wp.array2d(dtype=int), ids: wp.array2d(dtype=int), off
 class BatchedTask:
     """The host simulation's task on `num_worlds` worlds; `episodes` holds each world's start and variation."""
 
-    def __init__(self, host: Simulation, episodes: EpisodeStarts, num_worlds: int, device: Any):
+    def __init__(self, host: Simulation, episodes: EpisodeStarts, num_worlds: int, device: Any, geom_rgba: wp.array):
         task, model, self.device, self.episodes = host.task, host.model, device, episodes
+        self.geom_rgba = geom_rgba  # the device model's per-world colours, which indicators change
         variations = range(task.variation_count)
-        self.conditions = BatchedConditions(model, [task.success(v) for v in variations], num_worlds, device)
+        self.conditions = BatchedConditions(model, [task.success(v) for v in variations], num_worlds, device,
+                                            [task.indicators(v) for v in variations])
         terms = [task.low_dim_state(v) for v in variations]
         sizes = [term.size for term in terms[0]]
         if any([term.size for term in row] != sizes for row in terms):
@@ -74,8 +76,9 @@ class BatchedTask:
         self.offsets = ints(np.cumsum([0, *sizes[:-1]]))
 
     def success(self, d: Any, out: wp.array) -> None:
-        """out[world] = 1 where the world's episode succeeded (after forward and collision)."""
-        self.conditions.evaluate(d, self.episodes.on_device["qpos"], self.episodes.variation, out)
+        """out[world] = 1 where the world's episode succeeded (after forward and collision); the task's
+        indicators met colour their geoms."""
+        self.conditions.evaluate(d, self.episodes.on_device["qpos"], self.episodes.variation, out, self.geom_rgba)
 
     def low_dim_state(self, d: Any, out: wp.array) -> None:
         wp.launch(_low_dim_state, dim=d.nworld, device=self.device, inputs=[

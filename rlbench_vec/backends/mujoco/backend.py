@@ -1,8 +1,9 @@
 """The embedded MuJoCo backend: RLBench's Panda, cameras, tasks and action modes without CoppeliaSim.
 
 backend_options:
-  variation (int)   fix the task variation for every reset (else it is drawn from the reset seed;
-                    reset(options={"variation": v}) fixes it for one reset).
+  variation         the task variation of every reset: an int, or "random" to draw one per reset from
+                    the reset's seed. Unset: variation 0, as an RLBench TaskEnvironment until
+                    set_variation. reset(options={"variation": v}) sets it for one reset.
 
 Renderer: config.renderer, else $MUJOCO_GL, else "egl" where an NVIDIA GPU is visible and "osmesa"
 otherwise. egl and osmesa are headless; glfw needs an X display (the engine then starts Xvfb).
@@ -87,26 +88,35 @@ def task_class(config: EnvConfig) -> type[Task]:
     return find_task(config.task, config.backend if config.backend in ("mujoco", "mjwarp") else "mujoco")
 
 
-def _check_variation(task: type[Task], variation: Any, where: str) -> int:
+def _check_variation(task: type[Task], variation: Any, where: str, alternative: str = "") -> int:
     if isinstance(variation, bool) or not isinstance(variation, (int, np.integer)) or not (
         0 <= variation < task.variation_count
     ):
         raise ConfigError(
             f"{where} variation must be an integer in 0..{task.variation_count - 1} ({task.name} has "
-            f"{task.variation_count} variations), got {variation!r}."
+            f"{task.variation_count} variations){alternative}, got {variation!r}."
         )
     return int(variation)
 
 
+RANDOM_VARIATION = "random"  # backend_options["variation"]: draw a variation per reset
+
+
+def check_variation_option(task: type[Task], value: Any, backend: str) -> None:
+    """backend_options["variation"]: a variation of the task or RANDOM_VARIATION, else a ConfigError."""
+    if value != RANDOM_VARIATION:
+        _check_variation(task, value, f"{backend} backend_options", f" or {RANDOM_VARIATION!r} (one drawn per reset)")
+
+
 def choose_variation(task: type[Task], config: EnvConfig, options: Mapping[str, Any] | None,
                      rng: np.random.Generator) -> int:
-    """The variation of a new episode: reset options, else backend_options, else drawn from `rng`."""
+    """The variation of a new episode: reset options, else backend_options (a variation, or "random":
+    drawn from `rng`), else 0 as RLBench."""
     options = options or {}
     if "variation" in options:
         return _check_variation(task, options["variation"], "reset options")
-    if "variation" in config.backend_options:
-        return int(config.backend_options["variation"])
-    return int(rng.integers(task.variation_count))
+    fixed = config.backend_options.get("variation", 0)
+    return int(rng.integers(task.variation_count)) if fixed == RANDOM_VARIATION else int(fixed)
 
 
 class MujocoBackend(Backend):
@@ -119,7 +129,7 @@ class MujocoBackend(Backend):
         if unknown:
             raise ConfigError(f"unknown mujoco backend_options {unknown}; allowed: {list(OPTIONS)}.")
         if "variation" in config.backend_options:
-            _check_variation(task, config.backend_options["variation"], "backend_options")
+            check_variation_option(task, config.backend_options["variation"], cls.name)
         renderer = resolve_renderer(config)
         if renderer not in RENDERERS:
             source = "renderer" if config.renderer else "MUJOCO_GL"
@@ -183,8 +193,8 @@ class MujocoBackend(Backend):
 
     def get_demos(self, amount: int, seed: int | None = None, variation: int | None = None) -> list[Demo]:
         """`amount` oracle demonstrations in the env's action mode; each from a fresh seeded episode of
-        `variation` (None: as a reset chooses it), retried up to DEMO_ATTEMPTS times until it succeeds. The env
-        needs a reset afterwards."""
+        `variation` (None: as a reset chooses it: backend_options' variation, else 0), retried up to
+        DEMO_ATTEMPTS times until it succeeds. The env needs a reset afterwards."""
         from ...spec import observation_spec
 
         options = None if variation is None else {

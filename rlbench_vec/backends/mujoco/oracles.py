@@ -24,6 +24,18 @@ PASSING_TOLERANCE = 0.03  # rad: ... or this close to a point on the way to one 
 MAX_ACTIONS_PER_WAYPOINT = 60
 
 
+def reachable(waypoints: Sequence[Waypoint], panda: Panda) -> bool:
+    """Whether IK finds the arm a configuration for every waypoint in turn, each from the previous one's,
+    starting from the arm's current configuration (RLBench's validate: the demo's waypoints reachable)."""
+    q = panda.qpos.copy()
+    for waypoint in waypoints:
+        result = panda.kinematics.solve_near(q, waypoint.position, waypoint.quat)
+        if not result.converged:
+            return False
+        q = result.qpos
+    return True
+
+
 def _gripper_value(executor: ActionExecutor, is_open: bool) -> float:
     if executor.config.gripper_mode == "discrete":
         return float(is_open)

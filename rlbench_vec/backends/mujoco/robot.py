@@ -174,6 +174,13 @@ class Panda:
         within `max_steps` (RLBench's ik/planning loop; fixed timing: one). Returns whether it did."""
         return self._run_path(path, max_steps, wait=True)
 
+    def hold(self) -> None:
+        """One control step with the arm's servos holding their setpoints and the gripper at its goal
+        (an episode's start settles with the arm held so)."""
+        hold, still = self.data.ctrl[self.arm_actuators].copy(), np.zeros(ARM_DOFS)
+        for _ in range(self.substeps):
+            self._substep(hold, still)
+
     def set_gripper_goal(self, opening: float) -> None:
         """Fixed timing: the fingers head for `opening` from the next substep on, alongside the arm."""
         opening = float(np.clip(opening, 0.0, FINGER_MAX))

@@ -15,7 +15,7 @@ from ...config import EnvConfig
 from ..base import StepResult
 from .actions import ActionExecutor, InvalidAction
 from .geometry import wxyz_to_xyzw
-from .oracles import oracle_actions
+from .oracles import oracle_actions, reachable
 from .renderer import CameraRenderer
 from .robot import Panda
 from .scene import CAMERA_FAR, CAMERA_NEAR, Scene, offscreen_size
@@ -24,6 +24,21 @@ from .tasks import find_task
 from .world import World
 
 COPPELIA_CAMERA_AXES = np.diag([-1.0, 1.0, -1.0])  # MuJoCo camera frame -> CoppeliaSim vision sensor frame
+SETTLE_STEPS = 10  # control steps an episode's start settles at most (RLBench's STEPS_BEFORE_EPISODE_START)
+STILL_SPEED = 2e-3  # m/s and rad/s: every degree of freedom slower than this, the scene is at rest
+PLACEMENT_ATTEMPTS = 50  # layouts drawn for an episode before giving up on one the oracle can reach
+
+
+def check_joint_limits(model: mujoco.MjModel, data: mujoco.MjData, task: str) -> None:
+    """ValueError naming a limited hinge or slide joint that an episode starts outside its range (physics
+    would snap it back in the first steps)."""
+    one_dof = (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
+    for joint in range(model.njnt):
+        if model.jnt_limited[joint] and model.jnt_type[joint] in one_dof:
+            value, (low, high) = data.qpos[model.jnt_qposadr[joint]], model.jnt_range[joint]
+            if not low <= value <= high:
+                raise ValueError(f"{task}: joint {model.joint(joint).name!r} starts at {value:.4g}, outside its "
+                                 f"range [{low:.4g}, {high:.4g}]: start it inside")
 
 
 class Simulation:
@@ -70,12 +85,32 @@ class Simulation:
         return CameraRenderer(self.model, c.cameras, c.width, c.height, c.modalities, c.depth_in_meters, envs)
 
     def reset(self, variation: int, rng: np.random.Generator) -> None:
+        """A new episode of `variation` drawn from `rng`: a layout whose oracle waypoints the arm can reach
+        (others are drawn again, as RLBench's placement retries), settled: stepped with the arm held until
+        nothing moves (at most SETTLE_STEPS, as RLBench lets objects come to rest before an episode
+        starts); its conditions measured from the settled state."""
+        self.variation = variation
+        for _ in range(PLACEMENT_ATTEMPTS):
+            self._place(variation, rng)
+            if reachable(self.task.oracle(self.world, variation), self.panda):
+                break
+        else:
+            raise RuntimeError(f"{self.task.name}: no layout of variation {variation} in {PLACEMENT_ATTEMPTS} draws "
+                               "has oracle waypoints the arm can reach; the task's placement ranges are too wide")
+        for _ in range(SETTLE_STEPS):
+            if np.all(np.abs(self.data.qvel) < STILL_SPEED) and self.data.time > 0:
+                break
+            self.panda.hold()
+        mujoco.mj_forward(self.model, self.data)
+        self.success.start(self.task.success(variation), self.task.indicators(variation))
+
+    def _place(self, variation: int, rng: np.random.Generator) -> None:
+        """The robot at home and the task's objects drawn for `variation`, not yet stepped."""
         mujoco.mj_resetData(self.model, self.data)
         self.panda.reset()
-        self.variation = variation
         self.task.init_episode(self.world, variation, rng)
+        check_joint_limits(self.model, self.data, self.task.name)
         mujoco.mj_forward(self.model, self.data)
-        self.success.start(self.task.success(variation))
 
     def act(self, action: np.ndarray) -> StepResult:
         """Execute one action: reward 1 and termination on success; an invalid action ends the episode."""

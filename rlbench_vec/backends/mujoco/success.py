@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .tasks.base import Indicator
 from .tasks.conditions import (
     Condition,
     ConditionSet,
@@ -15,6 +16,7 @@ from .tasks.conditions import (
     NothingGrasped,
     OrConditions,
     check_condition,
+    check_stateless,
 )
 from .world import World
 
@@ -25,21 +27,29 @@ class SuccessEvaluator:
         self.condition: Condition = ConditionSet([])
         self.progress: dict[int, int] = {}  # id of an ordered ConditionSet -> conditions met so far
         self.start_qpos = np.zeros(0)
+        self.indicators: tuple[Indicator, ...] = ()
 
-    def start(self, condition: Condition) -> None:
-        """A new episode: its condition, progress reset, joints measured from here."""
+    def start(self, condition: Condition, indicators: tuple[Indicator, ...] = ()) -> None:
+        """A new episode: its condition and indicators, progress reset, joints measured from here."""
         self.condition = check_condition(condition)
+        self.indicators = tuple(indicator for indicator in indicators if check_stateless(indicator.condition))
         self.progress = {}
         self.start_qpos = self.world.data.qpos.copy()
 
     def met(self) -> bool:
-        """Evaluate on the current state (positions and contacts as of the last mj_forward)."""
-        return self._met(self.condition, self.world.grasped_bodies())
+        """Evaluate on the current state (positions and contacts as of the last mj_forward); colour the
+        geoms of the indicators met."""
+        grasped = self.world.grasped_bodies()
+        for indicator in self.indicators:
+            if self._met(indicator.condition, grasped):
+                for geom in indicator.geoms:
+                    self.world.set_colour(geom, indicator.rgb)
+        return self._met(self.condition, grasped)
 
     def _met(self, condition: Condition, grasped: set[int]) -> bool:
         world = self.world
         if isinstance(condition, DetectedCondition):
-            return world.in_region(world.point(condition.obj), condition.region) != condition.negated
+            return world.detected(condition.obj, condition.region) != condition.negated
         if isinstance(condition, JointCondition):
             adr = world.qpos_adr(condition.joint)
             return bool(abs(world.data.qpos[adr] - self.start_qpos[adr]) > condition.position)

@@ -7,6 +7,7 @@ Takes the model and data objects without importing MuJoCo itself.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,48 @@ from .tasks.base import StateTerm
 from .tasks.conditions import TCP
 
 PADS = ("panda_finger1_pad", "panda_finger2_pad")
-SPHERE = 2  # mjtGeom: a region site is a sphere, else a box
+SPHERE, CAPSULE, CYLINDER, BOX = 2, 3, 5, 6  # mjtGeom; a region site is a sphere or a box
+DETECTABLE = (SPHERE, CAPSULE, CYLINDER, BOX)  # geom types DetectedCondition tests against a region
+# Detection: alternating projections between a geom and a region (both convex) reach a common point
+# when they overlap; they stop once a point of one lies this close to the other, or after this many.
+OVERLAP_TOLERANCE = 1e-4  # metres
+OVERLAP_ITERATIONS = 32
+
+
+def project(kind: int, size: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """The point of a primitive (mjtGeom `kind`, MuJoCo's `size`, in its own frame) closest to `point`."""
+    if kind == BOX:
+        return np.clip(point, -size, size)
+    if kind == SPHERE:
+        norm = np.linalg.norm(point)
+        return point if norm <= size[0] else point * (size[0] / norm)
+    axis = np.array([0.0, 0.0, np.clip(point[2], -size[1], size[1])])
+    if kind == CAPSULE:
+        offset = point - axis
+        norm = np.linalg.norm(offset)
+        return point if norm <= size[0] else axis + offset * (size[0] / norm)
+    radial = np.linalg.norm(point[:2])  # CYLINDER
+    scale = 1.0 if radial <= size[0] else size[0] / radial
+    return np.array([point[0] * scale, point[1] * scale, axis[2]])
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """A geom or region site where it is: mjtGeom kind, MuJoCo's size, position, rotation matrix."""
+
+    kind: int
+    size: np.ndarray
+    position: np.ndarray
+    rotation: np.ndarray
+
+    def closest(self, point: np.ndarray) -> np.ndarray:
+        """The primitive's point closest to world point `point`, in world coordinates."""
+        return self.position + self.rotation @ project(self.kind, self.size, self.rotation.T @ (point - self.position))
+
+    @property
+    def reach(self) -> float:
+        """Radius of a sphere about the position holding the primitive (a region's: sphere or box)."""
+        return float(self.size[0] if self.kind == SPHERE else np.linalg.norm(self.size))
 
 
 class World:
@@ -78,20 +120,39 @@ class World:
 
     # --- what the conditions and the low-dim state read ----------------------------------------------
 
-    def point(self, name: str) -> np.ndarray:
-        """A body's origin, else a site's position (DetectedCondition's object)."""
-        if name in self.bodies:
-            return self.data.xpos[self.model.body(name).id]
-        return self.data.site_xpos[self.model.site(name).id]
+    def detected(self, obj: str, region: str) -> bool:
+        """DetectedCondition: some part of body `obj`'s geoms inside the sphere or box site `region`, as
+        RLBench's proximity sensors detect any part of a shape; a site as `obj` (TCP) is a point."""
+        m, d = self.model, self.data
+        site = m.site(region).id
+        zone = Primitive(int(m.site_type[site]), m.site_size[site], d.site_xpos[site], d.site_xmat[site].reshape(3, 3))
+        if obj not in self.bodies:
+            point = d.site_xpos[m.site(obj).id]
+            return bool(np.linalg.norm(zone.closest(point) - point) < OVERLAP_TOLERANCE)
+        body = m.body(obj).id
+        first = int(m.body_geomadr[body])
+        return any(self.overlaps(g, zone) for g in range(first, first + int(m.body_geomnum[body])))
 
-    def in_region(self, point: np.ndarray, site: str) -> bool:
-        """`point` inside the sphere or box site `site` (its size and pose)."""
-        element = self.model.site(site)
-        local = self.data.site_xmat[element.id].reshape(3, 3).T @ (point - self.data.site_xpos[element.id])
-        size = self.model.site_size[element.id]
-        if int(self.model.site_type[element.id]) == SPHERE:
-            return bool(np.linalg.norm(local) < size[0])
-        return bool(np.all(np.abs(local) < size))
+    def overlaps(self, geom: int, zone: Primitive) -> bool:
+        """Geom `geom` and the region `zone` share a point (within OVERLAP_TOLERANCE)."""
+        m, d = self.model, self.data
+        kind = int(m.geom_type[geom])
+        if kind not in DETECTABLE:
+            raise ValueError(f"DetectedCondition: geom {m.geom(geom).name or geom} of body "
+                             f"{m.body(int(m.geom_bodyid[geom])).name!r} is of type {kind}; detection "
+                             "handles spheres, capsules, cylinders and boxes")
+        shape = Primitive(kind, m.geom_size[geom], d.geom_xpos[geom], d.geom_xmat[geom].reshape(3, 3))
+        point = shape.position
+        if np.linalg.norm(point - zone.position) > float(m.geom_rbound[geom]) + zone.reach:
+            return False
+        for _ in range(OVERLAP_ITERATIONS):
+            in_zone = zone.closest(point)
+            if np.linalg.norm(in_zone - point) < OVERLAP_TOLERANCE:
+                return True
+            point = shape.closest(in_zone)
+            if np.linalg.norm(point - in_zone) < OVERLAP_TOLERANCE:
+                return True
+        return False
 
     def grasped_bodies(self) -> set[int]:
         """Bodies touched by both finger pads."""

@@ -77,6 +77,17 @@ class Waypoint:
     straight: bool = False
 
 
+@dataclass(frozen=True)
+class Indicator:
+    """RLBench's colouring in a task's step(): once `condition` is met in an episode, the geoms `geoms`
+    take colour `rgb` until the episode ends (init_episode gives them their starting colour). Evaluated
+    after every action, as success; `condition` may not keep progress (an ordered ConditionSet)."""
+
+    condition: Condition
+    geoms: tuple[str, ...]
+    rgb: tuple[float, float, float]
+
+
 class World(Protocol):
     """One env's simulator state as a task sees it (backends/mujoco/world.py implements it). Positions
     are world-frame metres, quaternions (w, x, y, z) as MuJoCo stores them."""
@@ -120,6 +131,11 @@ class Task:
     def low_dim_state(self, variation: int) -> tuple[StateTerm, ...]:
         """task_low_dim_state, as terms; every variation must give the same sizes in the same order."""
         raise NotImplementedError
+
+    def indicators(self, variation: int) -> tuple[Indicator, ...]:
+        """Colour changes RLBench's task makes when a condition is met (push_buttons' plates turning
+        green); none by default."""
+        return ()
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         """Tool waypoints solving the episode, planned from its first state (privileged information)."""

@@ -2,8 +2,11 @@
 colour (RLBench's 20 colours); the other jar has a distractor colour.
 
 Success (as RLBench): nothing grasped and the lid detected by the region just above the chosen jar's top.
-Departures: jars are cylinders and the lid a flat square box set down on the jar, not screwed on (no
-threads). State: lid xyz + quaternion xyzw, then the two jars' xyz (the chosen jar first)."""
+Departures: jars are cylinders and the lid a flat square box set down on the jar (upstream detects
+the lid there, not that it is screwed on); the success region's size is ours (upstream's sensor lives in its
+binary scene file). State: lid xyz + quaternion xyzw, then the two jars' xyz (the chosen jar first).
+Placement yaw: jars without yaw, lid yaw ±π (upstream: the task's base ±0.6π);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 

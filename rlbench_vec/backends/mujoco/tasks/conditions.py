@@ -17,8 +17,9 @@ TCP = "tcp"  # the site between the Panda's fingertips: RLBench's robot tip, for
 
 @dataclass(frozen=True)
 class DetectedCondition:
-    """`obj`'s origin (a body name, else a site name such as TCP) lies inside the region site `region`;
-    negated: it does not. RLBench detects any part of the object's shape: here its origin."""
+    """Some part of `obj` (a body name: any of its geoms, which must be spheres, capsules, cylinders or
+    boxes; else a site name such as TCP: its point) lies inside the region site `region`, as RLBench's
+    proximity sensors detect any part of a shape; negated: no part does."""
 
     obj: str
     region: str
@@ -78,6 +79,13 @@ def is_stateful(condition: Condition) -> bool:
     if isinstance(condition, ConditionSet) and condition.order_matters:
         return True
     return isinstance(condition, (ConditionSet, OrConditions)) and any(map(is_stateful, condition.conditions))
+
+
+def check_stateless(condition: Condition) -> Condition:
+    """The condition, or ValueError where it keeps progress (an indicator's may not)."""
+    if is_stateful(condition):
+        raise ValueError(f"an indicator's condition cannot keep progress (an ordered ConditionSet): {condition}")
+    return check_condition(condition)
 
 
 def check_condition(condition: Condition) -> Condition:

@@ -2,9 +2,11 @@
 onto the spoke of the variation's colour (RLBench's 20 colours); the other two spokes have distractor colours.
 
 Success (as RLBench): the ring detected around the chosen spoke (RLBench's four detectors round the spoke's
-foot become one box region there holding the ring's centre). Departures: the ring is a frame of four boxes,
+foot become one box region there, detecting any part of the ring). Departures: the ring is a frame of four boxes,
 the spokes square pegs on a common bar placed at random (±11° yaw), the chosen spoke's place on the bar
-drawn per episode. State: ring xyz + quaternion xyzw, then the three spokes' xyz (the chosen one first)."""
+drawn per episode. State: ring xyz + quaternion xyzw, then the three spokes' xyz (the chosen one first).
+Placement yaw: spoke bar yaw ±0.2 rad, ring yaw ±π (upstream: base ±π);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 

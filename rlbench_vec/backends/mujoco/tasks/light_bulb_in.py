@@ -4,7 +4,9 @@ variation's colour (RLBench's 20 colours; the other holder has a distractor colo
 Success (as RLBench): nothing grasped and the chosen bulb detected by the lamp's socket region.
 Departures: bulbs are small boxes resting on cylindrical holders, the lamp a cylinder with a socket cup;
 the bulb is set into the socket, not screwed in. State: the two bulbs' xyz (the chosen one first), the
-lamp's xyz."""
+lamp's xyz.
+Placement yaw: holders and lamp without yaw, bulbs ±π (upstream: base ±π);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 

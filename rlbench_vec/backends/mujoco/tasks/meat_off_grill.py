@@ -4,7 +4,9 @@ variation, 2) off the grill and set it down beside it.
 Success (as RLBench): nothing grasped and the chosen piece detected by the region beside the grill.
 Departures: the grill is a dark box, the chicken and steak flat boxes of their colours lying on it; the
 assembly is placed at random with ±11° yaw, the region at a fixed offset to the grill's left (as the robot
-sees it). State: chicken xyz + quaternion xyzw, steak xyz + quaternion xyzw, the region's xyz."""
+sees it). State: chicken xyz + quaternion xyzw, steak xyz + quaternion xyzw, the region's xyz.
+Placement yaw: grill yaw ±0.2 rad (upstream: base ±π);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 

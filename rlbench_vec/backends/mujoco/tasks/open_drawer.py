@@ -4,7 +4,9 @@ variation, 3) of a cabinet placed at random (±14° yaw).
 Success (as RLBench): the chosen drawer's joint moved more than 0.15 m. State: the chosen drawer's
 handle xyz, then the three drawers' openings (metres). The handles sit at different heights and
 sideways offsets (bottom right, middle centre, top left as the robot sees them), so a hand on one
-handle clears the others."""
+handle clears the others.
+Placement yaw: cabinet yaw ±0.25 rad (upstream ±π/8);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
 """pick_and_lift (RLBench: rlbench/tasks/pick_and_lift.py): grasp the block of the variation's colour
 and lift it into the target sphere; two distractor blocks. 20 variations (RLBench's colours).
 
-Success (as RLBench): the block grasped and detected by the target's region (its centre within 5 cm
-of the target's). State: block xyz + quaternion xyzw, target xyz, the distractor blocks' xyz."""
+Success (as RLBench): the block grasped and detected by the target's region (any part of it within 5 cm
+of the target's centre). State: block xyz + quaternion xyzw, target xyz, the distractor blocks' xyz.
+Placement yaw: blocks yaw ±π, no base rotation (upstream: base ±π, blocks ±π);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 

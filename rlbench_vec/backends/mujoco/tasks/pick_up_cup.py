@@ -3,7 +3,9 @@
 
 Success (as RLBench): the cup grasped and no longer detected by the region where it stood (RLBench's
 negated DetectedCondition). Departures: the cups are solid cylinders. State: the two cups' xyz (the chosen
-one first)."""
+one first).
+Placement yaw: cups without yaw (round), no base rotation (upstream: base ±π);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 

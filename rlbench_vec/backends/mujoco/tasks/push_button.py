@@ -1,18 +1,21 @@
 """push_button (RLBench: rlbench/tasks/push_button.py): push the one button, whose base has the
 variation's colour (RLBench's 18 button colours: 18 variations), placed at random on the table.
 
-Success (as RLBench): an ordered ConditionSet of one JointCondition, the plunger pressed more than 3 mm.
-Departures: push_buttons' button (a box with a spring-loaded cylindrical plunger); RLBench's plate turning
-green when pressed is not shown. State: the button's xyz, then its plunger's position (metres)."""
+Success (as RLBench): an ordered ConditionSet of one JointCondition, the plunger pressed more than 3 mm;
+the red plate turns green once pressed, until the episode ends. Departures: push_buttons' button (a box
+with a spring-loaded cylindrical plunger, the plate). State: the button's xyz, then its plunger's
+position (metres).
+Placement yaw: no yaw (upstream: base ±π);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..scene import SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, Scene
-from .base import Waypoint, World, body_position, joint_position
-from .conditions import ConditionSet, JointCondition
-from .push_buttons import BUTTON_COLORS, PushButtons
+from .base import Indicator, Waypoint, World, body_position, joint_position
+from .conditions import ConditionSet
+from .push_buttons import BUTTON_COLORS, PLATE_GREEN, PushButtons
 
 BUTTON = "button0"
 
@@ -20,6 +23,7 @@ BUTTON = "button0"
 class PushButton(PushButtons):
     name = "push_button"
     variation_count = len(BUTTON_COLORS)
+    PRESSED = 0.003  # metres: RLBench's JointCondition (PerAct's fork keeps it for this task)
 
     def build(self, scene: Scene) -> None:
         self.add_button(scene, BUTTON)
@@ -30,12 +34,14 @@ class PushButton(PushButtons):
                 f"press the button with the {colour} base", f"press the {colour} button"]
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
-        world.set_pose(BUTTON, (*rng.uniform(SPAWN_LOW, SPAWN_HIGH), TABLE_TOP_Z))
-        world.set_colour(BUTTON, BUTTON_COLORS[variation][1])
-        world.set_joint(BUTTON, 0.0)
+        position = (*rng.uniform(SPAWN_LOW, SPAWN_HIGH), TABLE_TOP_Z)
+        self.reset_button(world, BUTTON, position, BUTTON_COLORS[variation][1])
 
     def success(self, variation: int) -> ConditionSet:
-        return ConditionSet([JointCondition(BUTTON, self.PRESSED)], order_matters=True)
+        return ConditionSet([self.pressed(BUTTON)], order_matters=True)
+
+    def indicators(self, variation: int) -> tuple[Indicator, ...]:
+        return (Indicator(self.pressed(BUTTON), (f"{BUTTON}_plate",), PLATE_GREEN),)
 
     def low_dim_state(self, variation: int):
         return (body_position(BUTTON), joint_position(BUTTON))

@@ -1,11 +1,14 @@
-"""push_buttons (RLBench: rlbench/tasks/push_buttons.py): push 1, 2 or 3 coloured buttons in order.
-50 variations (RLBench's cap): variation v pushes `1 + v % 3` buttons whose base colours are the
+"""push_buttons (PerAct's RLBench: rlbench/tasks/push_buttons.py): push 1, 2 or 3 coloured buttons in
+order. 50 variations (RLBench's cap): variation v pushes `1 + v % 3` buttons whose base colours are the
 `v // 3`-th permutation of three of RLBench's 18 button colours; the other buttons get spare colours.
 
-Success (as RLBench): an ordered ConditionSet of JointConditions, each button's plunger pressed more
-than 3 mm, in the described order (a button may spring back once counted). Departures: buttons are
-boxes with a cylindrical plunger on a spring; RLBench's plates turning green when pressed are not shown.
-State: the three buttons' xyz, then their plungers' positions (metres, negative when pressed)."""
+Success (as PerAct's fork): an ordered ConditionSet of JointConditions, each button's plunger pressed more
+than 1 mm (stepjam's RLBench: 3 mm), in the described order (a button may spring back once counted). As
+RLBench, a button's red plate turns green once it is pressed, until the episode ends. Departures: buttons
+are boxes with a cylindrical plunger (the plate) on a spring. State: the three buttons' xyz, then their
+plungers' positions (metres, negative when pressed).
+Placement yaw: no base rotation, buttons without yaw (upstream: base ±π, buttons ±π);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from ..scene import ARTICULATED, SCENERY, SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, Scene, fmt, geom
-from .base import Task, Waypoint, World, body_position, joint_position, sample_apart, top_down_quat
+from .base import Indicator, Task, Waypoint, World, body_position, joint_position, sample_apart, top_down_quat
 from .conditions import ConditionSet, JointCondition
 from .objects import mocap_body
 
@@ -33,6 +36,7 @@ PERMUTATIONS = list(itertools.permutations(range(len(BUTTON_COLORS)), 3))
 MAX_TARGET_BUTTONS = 3
 BUTTONS = tuple(f"button{i}" for i in range(MAX_TARGET_BUTTONS))
 FINGERTIP_BELOW_TCP = 0.007  # the closed fingertips reach this far past the tool centre
+PLATE_RED, PLATE_GREEN = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)  # RLBench's top plate before and after a press
 
 
 def plan(variation: int) -> tuple[tuple[int, ...], int]:
@@ -43,7 +47,7 @@ def plan(variation: int) -> tuple[tuple[int, ...], int]:
 class PushButtons(Task):
     name = "push_buttons"
     variation_count = min(len(PERMUTATIONS) * MAX_TARGET_BUTTONS, 50)
-    PRESSED = 0.003  # metres of plunger travel that count as a push (RLBench's JointCondition)
+    PRESSED = 0.001  # metres of plunger travel that count as a push (PerAct's fork's JointCondition)
     BASE_HALF = (0.035, 0.035, 0.015)
     PLUNGER_RADIUS, PLUNGER_HALF, TRAVEL = 0.02, 0.008, 0.015
     PRESS_DEPTH = 0.009  # the fingertips go this far below the plunger's top
@@ -61,8 +65,18 @@ class PushButtons(Task):
                                 pos=fmt([0, 0, 2 * self.BASE_HALF[2] + self.PLUNGER_HALF]))
         ET.SubElement(plunger, "joint", name=name, type="slide", axis="0 0 1", range=fmt([-self.TRAVEL, 0]),
                       stiffness="300", springref="0", damping="3")
-        geom(plunger, "cylinder", (1, 0, 0, 1), ARTICULATED, name=f"{name}_plate",
+        geom(plunger, "cylinder", (*PLATE_RED, 1), ARTICULATED, name=f"{name}_plate",
              size=(self.PLUNGER_RADIUS, self.PLUNGER_HALF), mass="0.02")
+
+    def reset_button(self, world: World, name: str, position, colour) -> None:
+        """Button `name` at `position` (its base on the table), base colour `colour`, plunger up, plate red."""
+        world.set_pose(name, position)
+        world.set_colour(name, colour)
+        world.set_colour(f"{name}_plate", PLATE_RED)
+        world.set_joint(name, 0.0)
+
+    def pressed(self, name: str) -> JointCondition:
+        return JointCondition(name, self.PRESSED)
 
     def descriptions(self, variation: int) -> list[str]:
         colours, count = plan(variation)
@@ -79,13 +93,14 @@ class PushButtons(Task):
         others = rng.choice(spare, size=MAX_TARGET_BUTTONS - count, replace=False)
         positions = sample_apart(rng, MAX_TARGET_BUTTONS, SPAWN_LOW, SPAWN_HIGH, min_distance=0.12)
         for name, xy, colour in zip(BUTTONS, positions, [*colours[:count], *others]):
-            world.set_pose(name, (*xy, TABLE_TOP_Z))
-            world.set_colour(name, BUTTON_COLORS[colour][1])
-            world.set_joint(name, 0.0)
+            self.reset_button(world, name, (*xy, TABLE_TOP_Z), BUTTON_COLORS[colour][1])
 
     def success(self, variation: int) -> ConditionSet:
         _, count = plan(variation)
-        return ConditionSet([JointCondition(name, self.PRESSED) for name in BUTTONS[:count]], order_matters=True)
+        return ConditionSet([self.pressed(name) for name in BUTTONS[:count]], order_matters=True)
+
+    def indicators(self, variation: int) -> tuple[Indicator, ...]:
+        return tuple(Indicator(self.pressed(name), (f"{name}_plate",), PLATE_GREEN) for name in BUTTONS)
 
     def low_dim_state(self, variation: int):
         return (*(body_position(name) for name in BUTTONS), *(joint_position(name) for name in BUTTONS))

@@ -2,7 +2,9 @@
 two distractor spheres of other colours. 20 variations (RLBench's colours).
 
 Success: the tool centre inside the target's 4 cm sphere (RLBench: the tip detected by the target's
-proximity sensor). State: target xyz, then the two distractors' xyz."""
+proximity sensor). State: target xyz, then the two distractors' xyz.
+Placement yaw: none, as upstream (a static workspace);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 

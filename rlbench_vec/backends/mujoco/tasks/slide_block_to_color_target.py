@@ -2,10 +2,13 @@
 the block onto the square of the variation's colour, one of four around it (green, blue, pink, yellow:
 4 variations).
 
-Success (as RLBench): the block detected by the chosen square's region (its centre over the square).
+Success (as RLBench): the block detected by the chosen square's region (a box over the square; any part of the
+block inside it).
 Departures: the squares sit at fixed offsets around the block's start (ahead, left, behind, right of
 it as the robot sees them), the assembly placed at random with ±17° yaw. State: block xyz +
-quaternion xyzw, then the four squares' xyz."""
+quaternion xyzw, then the four squares' xyz.
+Placement yaw: squares' yaw ±0.3 rad (upstream: base ±π);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 

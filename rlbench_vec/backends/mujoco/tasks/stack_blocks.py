@@ -1,11 +1,14 @@
 """stack_blocks (PerAct's RLBench: rlbench/tasks/stack_blocks.py): stack 2, 3 or 4 of the four blocks of
-the variation's colour on the target plane; four distractor blocks in two other colours. 60 variations:
-colour `v // 3` of RLBench's 20, `2 + v % 3` blocks.
+the variation's colour on the target plane; four distractor blocks of one other colour (as upstream, whose
+indexing draws two colours and gives all four distractors the first). 60 variations: colour `v // 3` of
+RLBench's 20, `2 + v % 3` blocks.
 
 Success (as RLBench): `count` of the four target blocks detected by the region over the plane
 (RLBench's DetectedSeveralCondition, written here as OrConditions over every choice of `count` blocks)
 and nothing grasped. Departures: the blocks are 5 cm cubes and the plane a flat square. State: the eight
-blocks' xyz (targets first), then the plane's xyz."""
+blocks' xyz (targets first), then the plane's xyz.
+Placement yaw: blocks yaw ±π, plane without yaw (upstream: base ±π, blocks ±π);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 
@@ -65,9 +68,9 @@ class StackBlocks(Task):
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
         colour_index, _ = self.plan(variation)
-        target, *others = pick_colours(rng, colour_index, 2)
+        target, distractor, _ = pick_colours(rng, colour_index, 2)
         positions = sample_apart(rng, len(TARGETS) + len(DISTRACTORS) + 1, SPAWN_LOW, SPAWN_HIGH, min_distance=0.09)
-        colours = [target] * len(TARGETS) + [others[i // 2] for i in range(len(DISTRACTORS))]
+        colours = [target] * len(TARGETS) + [distractor] * len(DISTRACTORS)
         for name, xy, colour in zip(TARGETS + DISTRACTORS, positions, colours):
             world.set_pose(name, (*xy, TABLE_TOP_Z + self.HALF),
                            axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))

@@ -3,7 +3,9 @@
 
 Success (as RLBench): the chosen tap's joint turned more than 1.57 rad from where the episode started it.
 Departures: the faucet is a box with two taps, each a lever on a vertical hinge, placed at random (±11°
-yaw). State: the two levers' xyz, then the two taps' angles (rad)."""
+yaw). State: the two levers' xyz, then the two taps' angles (rad).
+Placement yaw: faucet yaw ±0.2 rad, the left tap always on the robot's left (upstream: base ±π);
+layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 
@@ -30,13 +32,14 @@ class TurnTap(Task):
     TAP_Y = (0.09, -0.09)  # left, right (as the robot sees them), faucet frame
     LEVER_HALF = (0.05, 0.011, 0.011)
     LEVER_Z = 0.13  # above the table
-    START_YAW = -0.95  # the levers' world yaw at the episode's start (plus the faucet's), within the wrist's reach
+    START_YAW = -0.95  # the levers' yaw at joint 0, the episode's start (plus the faucet's), within the wrist's reach
 
     def build(self, scene: Scene) -> None:
         faucet = mocap_body(scene.worldbody, "faucet")
         geom(faucet, "box", (0.7, 0.7, 0.75, 1.0), SCENERY, size=self.BASE_HALF, pos=(0, 0, self.BASE_HALF[2]))
         for option, y in zip(OPTIONS, self.TAP_Y):
-            tap = ET.SubElement(faucet, "body", name=f"tap_{option}", pos=fmt([0, y, self.LEVER_Z]))
+            tap = ET.SubElement(faucet, "body", name=f"tap_{option}", pos=fmt([0, y, self.LEVER_Z]),
+                                quat=fmt(axis_angle_quat((0, 0, 1), self.START_YAW)))
             ET.SubElement(tap, "joint", name=f"tap_{option}", type="hinge", axis="0 0 1", range="-0.5 3",
                           damping="0.2", armature="0.01")
             stem_half = (self.LEVER_Z - 2 * self.BASE_HALF[2]) / 2
@@ -53,7 +56,7 @@ class TurnTap(Task):
         centre = (rng.uniform(0.15, 0.25), rng.uniform(-0.1, 0.1), TABLE_TOP_Z)
         world.set_pose("faucet", centre, axis_angle_quat((0, 0, 1), rng.uniform(-0.2, 0.2)))
         for option in OPTIONS:
-            world.set_joint(f"tap_{option}", self.START_YAW)
+            world.set_joint(f"tap_{option}", 0.0)
 
     def success(self, variation: int) -> JointCondition:
         return JointCondition(f"tap_{OPTIONS[variation]}", self.TURNED)
