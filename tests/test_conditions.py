@@ -162,8 +162,7 @@ PART_INSIDE = [
 ]
 
 
-@pytest.mark.skipif(not all(importlib.util.find_spec(n) for n in ("warp", "mujoco_warp")),
-                    reason="the batched conditions need mujoco-warp and warp-lang")
+@needs("gpu", "warp", "mujoco_warp")
 def test_an_object_is_detected_when_part_of_it_is_inside_the_region():
     """RLBench's sensors detect any part of a shape: a block whose centre is outside a region but part of
     it inside is detected, on both evaluators; one wholly outside is not."""
