@@ -3,6 +3,9 @@
 backend_options:
   variation (int)   fix the task variation for every reset (else it is drawn from the reset seed;
                     reset(options={"variation": v}) fixes it for one reset).
+  oracle (bool)     each step acts the task's waypoint oracle's next action for the episode (the action
+                    given is checked, then ignored): the upper bound `rlbench_vec.evaluate --policy oracle`
+                    scores. An oracle out of waypoints ends the episode (info["oracle_exhausted"]).
 
 Renderer: config.renderer, else $MUJOCO_GL, else "egl" where an NVIDIA GPU is visible and "osmesa"
 otherwise. egl and osmesa are headless; glfw needs an X display (the engine then starts Xvfb).
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -26,7 +29,7 @@ from .scene import offscreen_size
 from .tasks import TASKS, Task, find_task
 
 RENDERERS = ("egl", "osmesa", "glfw")
-OPTIONS = ("variation",)
+OPTIONS = ("variation", "oracle")
 MAX_OFFSCREEN = 16384  # GL_MAX_RENDERBUFFER_SIZE of Mesa's llvmpipe (GPUs allow at least as much)
 DEMO_ATTEMPTS = 10  # fresh episodes tried per demo before one is returned unsuccessful, like RLBench
 
@@ -121,6 +124,9 @@ class MujocoBackend(Backend):
             raise ConfigError(f"unknown mujoco backend_options {unknown}; allowed: {list(OPTIONS)}.")
         if "variation" in config.backend_options:
             _check_variation(task, config.backend_options["variation"], "backend_options")
+        if config.backend_options.get("oracle") and config.action_timing != "rlbench":
+            raise ConfigError("backend_options['oracle'] plans one action per waypoint, each run until it is done: "
+                              "it needs action_timing='rlbench'.")
         renderer = resolve_renderer(config)
         if renderer not in RENDERERS:
             source = "renderer" if config.renderer else "MUJOCO_GL"
@@ -163,6 +169,7 @@ class MujocoBackend(Backend):
         self.renderers = SharedRenderers(envs) if renderers is None else renderers
         self.sims: dict[str, Any] = {}  # per task this env ran: switching back to one costs nothing
         self.variation = 0
+        self.oracle: Iterator[np.ndarray] | None = None  # backend_options["oracle"]: the episode's oracle
         self._start_task(config.task_of(env_index))
 
     def _start_task(self, task: str) -> None:
@@ -181,10 +188,16 @@ class MujocoBackend(Backend):
             self.rng = np.random.default_rng(seed)
         self.variation = choose_variation(self.task_class, self.config, options, self.rng)
         self.sim.reset(self.variation, self.rng)
+        self.oracle = self.sim.oracle_actions() if self.config.backend_options.get("oracle") else None
         return {"descriptions": self.sim.task.descriptions(self.variation), "variation_index": self.variation,
                 "task": self.task, "task_low_dim_size": self.task_class.state_size()}
 
     def step(self, action: np.ndarray) -> StepResult:
+        if self.oracle is not None:
+            planned = next(self.oracle, None)
+            if planned is None:
+                return StepResult(0.0, True, {"oracle_exhausted": True})
+            action = planned
         return self.sim.act(action)
 
     def write_observation(self, out: Mapping[str, np.ndarray]) -> None:
@@ -221,7 +234,7 @@ class MujocoBackend(Backend):
         for action in self.sim.oracle_actions():
             if len(actions) >= self.config.max_episode_steps:
                 break
-            result = self.step(action)
+            result = self.sim.act(action)
             actions.append(action)
             frames.append(self._observe(spec))
             if result.terminated:
