@@ -25,7 +25,6 @@ from __future__ import annotations
 import collections
 import functools
 import json
-import shlex
 import sys
 import time
 import zlib
@@ -43,9 +42,9 @@ from ..datasets.lerobot_format import LeRobotOptions
 from ..datasets.writers import FORMATS, Episode, WriterOptions, WriterPool, store_rlbench
 from ..errors import WorkerError
 from ..vector_env import RLBenchVectorEnv
-from . import ArgumentParser, non_negative, positive, stopped_status
+from . import ArgumentParser, non_negative, positive
 from .collect_config import DATASET_ARGUMENTS, CollectConfig, checked_variations, known_variation_count
-from .runs import ProgressBar, check_same_arguments, stop_if_disk_full, write_json
+from .runs import ProgressBar, check_same_arguments, parsed_flags, run_stoppable, stop_if_disk_full, write_json
 
 SUMMARY_FILE = "collect_summary.json"
 
@@ -304,24 +303,15 @@ def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
     parser.add_argument("--lerobot_vcodec", default=default.lerobot_vcodec)
     parser.add_argument("--lerobot_checkpoint_every", type=positive, default=default.lerobot_checkpoint_every)
     parser.add_argument("--progress", type=int, default=1, choices=(0, 1))
-    args = vars(parser.parse_args(argv))
-    args.pop("debug", None)  # run_main's
-    args["absolute_mode"], args["progress"] = bool(args["absolute_mode"]), bool(args["progress"])
-    args["image_size"] = tuple(args["image_size"])
-    for key in ("tasks", "cameras", "modalities"):
-        args[key] = None if args[key] is None else tuple(args[key])
-    return CollectConfig(**args)
+    return CollectConfig(**parsed_flags(parser, argv, ("tasks", "cameras", "modalities", "image_size")))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     config = parse_args(argv)
-    try:
-        summary = collect(config, command=shlex.join(["python", "-m", "rlbench_vec.collect", *argv]))
-    except KeyboardInterrupt:
-        word, status = stopped_status()
-        print(f"{word}: run the same command again to resume ({Path(config.out) / SUMMARY_FILE}).", file=sys.stderr)
-        return status
+    summary = run_stoppable(collect, config, "rlbench_vec.collect", argv, "", Path(config.out) / SUMMARY_FILE)
+    if isinstance(summary, int):
+        return summary
     episodes = summary["episodes"]
     print(f"{episodes['written']} episodes written, {episodes['skipped']} already there, {episodes['failed']} failed "
           f"in {summary['seconds']:.1f} s ({summary['demos_per_s']:.2f} demos/s): {Path(config.out) / SUMMARY_FILE}")

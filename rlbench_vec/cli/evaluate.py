@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import collections
 import json
-import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -36,11 +35,11 @@ from ..backends import backend_class, list_tasks
 from ..config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, VectorConfig, VideoConfig
 from ..spec import action_size
 from ..vector_env import RLBenchVectorEnv
-from . import ArgumentParser, non_negative, positive, stopped_status
+from . import ArgumentParser, non_negative, positive
 from .evaluate_config import EvaluateConfig, Planned, plan, variation_count
 from .evaluate_report import RESULTS_FILE, TABLE_FILE, EpisodeLog, markdown, read_episodes, scores
 from .policies import Policy, as_actions, check_loads, make_policy
-from .runs import ProgressBar, check_same_arguments, stop_if_disk_full, write_json
+from .runs import ProgressBar, check_same_arguments, parsed_flags, run_stoppable, stop_if_disk_full, write_json
 from .videos import Videos
 
 
@@ -281,24 +280,17 @@ def parse_args(argv: Sequence[str] | None = None) -> EvaluateConfig:
     parser.add_argument("--backend_options", type=json.loads, default={}, help="JSON")
     parser.add_argument("--renderer", default=None, help="mujoco: osmesa, egl or glfw")
     parser.add_argument("--progress", type=int, default=1, choices=(0, 1))
-    args = vars(parser.parse_args(argv))
-    args.pop("debug", None)  # run_main's
-    args["absolute_mode"], args["progress"] = bool(args["absolute_mode"]), bool(args["progress"])
-    for key in ("tasks", "cameras", "modalities", "image_size", "variations"):
-        args[key] = None if args[key] is None else tuple(args[key])
-    return EvaluateConfig(**args)
+    return EvaluateConfig(**parsed_flags(parser, argv, ("tasks", "cameras", "modalities", "image_size",
+                                                        "variations")))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     config = parse_args(argv)
-    try:
-        result = evaluate(config, command=shlex.join(["python", "-m", "rlbench_vec.evaluate", *argv]))
-    except KeyboardInterrupt:
-        word, status = stopped_status()
-        print(f"{word}: the finished episodes are kept; run the same command again to resume "
-              f"({Path(config.out) / RESULTS_FILE}).", file=sys.stderr)
-        return status
+    result = run_stoppable(evaluate, config, "rlbench_vec.evaluate", argv, "the finished episodes are kept; ",
+                           Path(config.out) / RESULTS_FILE)
+    if isinstance(result, int):
+        return result
     print(markdown(result), end="")
     if result["invalid_actions"]:
         print(f"{result['invalid_actions']} episodes ended as invalid actions (counted as failures): "

@@ -4,9 +4,8 @@ checks) and the episodes it plans, each with the variation and reset seed it alw
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..backends import backend_class
@@ -15,6 +14,7 @@ from ..config import CAMERAS, SUITES, EnvConfig, close_matches, env_tasks, integ
 from ..datasets.writers import Episode
 from ..errors import ConfigError
 from .collect import job_seed
+from .runs import command_line
 
 POLICIES = ("oracle", "random")  # besides FILE.py:NAME and package.module:NAME
 # Arguments that decide each episode's outcome: a resumed --out must repeat them.
@@ -105,20 +105,7 @@ class EvaluateConfig:
 
     def command(self) -> str:
         """The command line that runs this evaluation (and resumes it)."""
-        words = ["python", "-m", "rlbench_vec.evaluate"]
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None or value == EvaluateConfig.__dataclass_fields__[f.name].default:
-                continue
-            if isinstance(value, bool):
-                value = int(value)
-            if isinstance(value, Mapping):
-                words += [f"--{f.name}", json.dumps(dict(value))]
-            elif isinstance(value, tuple):
-                words += [f"--{f.name}", *map(str, value)]
-            else:
-                words += [f"--{f.name}", str(value)]
-        return shlex.join(words)
+        return command_line("rlbench_vec.evaluate", self)
 
 
 @dataclass(frozen=True)

@@ -50,9 +50,10 @@ class EpisodeLog:
 
     def __init__(self, out: Path):
         self.path = out / EPISODES_FILE
-        if self.path.is_file() and self.path.read_bytes()[-1:] not in (b"", b"\n"):
-            with self.path.open("a") as file:  # a line cut short: end it, read_episodes drops it
-                file.write("\n")
+        if self.path.is_file():  # a last line cut short by a stop: dropped (read_episodes skipped it)
+            content = self.path.read_bytes()
+            with self.path.open("r+b") as file:
+                file.truncate(content.rfind(b"\n") + 1)
         self.file = self.path.open("a")
 
     def write(self, record: dict[str, Any]) -> None:

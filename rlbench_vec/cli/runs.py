@@ -8,13 +8,16 @@ import errno
 import json
 import math
 import os
+import shlex
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, DatasetError
+from . import stopped_status
 
 DISK_FULL = tuple(os.strerror(code) for code in (errno.ENOSPC, errno.EDQUOT))  # as the errors quote them
 FINAL = ("done", "stopped")  # descriptions of a run's last progress line
@@ -87,6 +90,47 @@ def check_same_arguments(path: Path, now: Mapping[str, Any], what: str) -> None:
     if different:
         raise ConfigError(f"{path.parent} holds {what} made with other arguments ({different}: before, now); resume "
                           "with the same arguments, or choose another --out.")
+
+
+def command_line(module: str, config: Any) -> str:
+    """The command line of `python -m MODULE` that runs `config` (a dataclass of the command's flags): every
+    field that is not its default, lists space-separated as the flags take them."""
+    words = ["python", "-m", module]
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if value is None or value == type(config).__dataclass_fields__[f.name].default:
+            continue
+        if isinstance(value, bool):
+            value = int(value)
+        if isinstance(value, Mapping):
+            words += [f"--{f.name}", json.dumps(dict(value))]
+        elif isinstance(value, tuple):
+            words += [f"--{f.name}", *map(str, value)]
+        else:
+            words += [f"--{f.name}", str(value)]
+    return shlex.join(words)
+
+
+def parsed_flags(parser: Any, argv: Any, lists: tuple[str, ...]) -> dict[str, Any]:
+    """A command's flags as its config's fields: 0/1 flags (absolute_mode, progress) as bools, lists as tuples."""
+    args = vars(parser.parse_args(argv))
+    args.pop("debug", None)  # run_main's
+    args["absolute_mode"], args["progress"] = bool(args["absolute_mode"]), bool(args["progress"])
+    for key in lists:
+        args[key] = None if args[key] is None else tuple(args[key])
+    return args
+
+
+def run_stoppable(run: Callable[..., dict[str, Any]], config: Any, module: str, argv: list[str], kept: str,
+                  summary: Path) -> dict[str, Any] | int:
+    """run(config, command=...) with the command line it was given; on Ctrl-C or SIGTERM one line saying what
+    is kept and how to resume, and the status to exit with."""
+    try:
+        return run(config, command=shlex.join(["python", "-m", module, *argv]))
+    except KeyboardInterrupt:
+        word, status = stopped_status()
+        print(f"{word}: {kept}run the same command again to resume ({summary}).", file=sys.stderr)
+        return status
 
 
 def write_json(path: Path, content: Any) -> None:
