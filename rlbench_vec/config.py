@@ -180,6 +180,8 @@ class EnvConfig:
     change until the fingers stop) or "fixed" (every action is one 0.05 s control step; the arm's target
     and the gripper's goal are kept until reached or replaced, and info["arm_moving"] /
     info["gripper_moving"] say what is still under way): the embedded backends (mujoco, mjwarp).
+    task_low_dim_size: task_low_dim_state's length, at least the longest of the envs' tasks (None: that
+    longest): room for tasks an env changes to at a reset (reset(options={"task": ...})).
     `validated()` checks values and resolves backend="auto"; a vector env also names the low-dim
     fields its backend chose (spec.low_dim_fields) in its `env_config`.
     """
@@ -199,6 +201,7 @@ class EnvConfig:
     renderer: str | None = None
     backend_options: Mapping[str, Any] = field(default_factory=dict)
     action_timing: str = "rlbench"
+    task_low_dim_size: int | None = None
     video_cameras: tuple[str, ...] = ()  # set by the engine for recording envs: render_rgb must serve these
 
     def validated(self) -> EnvConfig:
@@ -224,6 +227,8 @@ class EnvConfig:
             arm_mode=choose("arm_mode", self.arm_mode, ARM_MODES),
             gripper_mode=choose("gripper_mode", self.gripper_mode, GRIPPER_MODES),
             backend_options=dict(self.backend_options),
+            task_low_dim_size=None if self.task_low_dim_size is None else integer(
+                "task_low_dim_size", self.task_low_dim_size, 0),
             video_cameras=choose_all("video camera", self.video_cameras, CAMERAS),
         )
         if config.backend == "rlbench" and config.action_timing == "fixed":

@@ -84,9 +84,9 @@ def task_state_sizes(config: EnvConfig) -> dict[str, int]:
 
 
 def task_state_size(config: EnvConfig) -> int:
-    """task_low_dim_state's length in the layout: the longest of the envs' tasks; a shorter one is zero-padded
-    (each env's own length: info["task_low_dim_size"] at its resets)."""
-    return max(task_state_sizes(config).values())
+    """task_low_dim_state's length in the layout: the longest of the envs' tasks (or config.task_low_dim_size
+    when longer); a shorter one is zero-padded (each env's own length: info["task_low_dim_size"] at resets)."""
+    return max(config.task_low_dim_size or 0, *task_state_sizes(config).values())
 
 
 def observation_spec(config: EnvConfig) -> dict[str, ArraySpec]:

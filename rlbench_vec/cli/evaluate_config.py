@@ -13,6 +13,7 @@ from ..backends.mujoco.backend import task_class
 from ..config import CAMERAS, SUITES, EnvConfig, close_matches, env_tasks, integer, resolve_backend, task_list
 from ..datasets.writers import Episode
 from ..errors import ConfigError
+from ..spec import task_state_size
 from .collect import job_seed
 from .runs import command_line
 
@@ -90,7 +91,9 @@ class EvaluateConfig:
         options = dict(self.backend_options)
         if self.policy == "oracle":
             options["oracle"] = True
+        room = None if isinstance(tasks, str) else self.state_size()  # any env may change to any task
         config = EnvConfig(task=env_tasks(tasks, len(tasks)) if isinstance(tasks, list) else tasks,
+                           task_low_dim_size=room,
                            backend=self.backend, cameras=self.cameras, image_size=self.image_size,
                            modalities=self.modalities, arm_mode=self.arm_mode, absolute_mode=self.absolute_mode,
                            gripper_mode=self.gripper_mode, max_episode_steps=self.max_steps, renderer=self.renderer,
@@ -99,6 +102,10 @@ class EvaluateConfig:
         for task in config.tasks:
             backend.validate(config.for_task(task))
         return config
+
+    def state_size(self) -> int:
+        """The longest task_low_dim_state of the tasks: every env may run any of them."""
+        return task_state_size(replace(self.env_config(self.tasks[0]), task=self.tasks))
 
     def scored_arguments(self) -> dict[str, Any]:
         return json.loads(json.dumps({name: getattr(self, name) for name in SCORED_ARGUMENTS}))

@@ -131,7 +131,7 @@ def reset_tasks(options: list[dict | None], mask: np.ndarray, tasks: list[str], 
             if size > state_size:
                 raise ConfigError(f"task {task!r} has a task_low_dim_state of {size} values, longer than this "
                                   f"vector env's {state_size} (the longest of the tasks it was made with): name "
-                                  f"{task!r} among the constructor's tasks to change to it at a reset.")
+                                  f"{task!r} among the constructor's tasks, or pass task_low_dim_size={size}.")
             checked.add(task)
         tasks[env] = task
         out[env] = {**own, "task": task}

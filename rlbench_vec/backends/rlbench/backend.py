@@ -213,8 +213,9 @@ class RLBenchBackend(Backend):
         array = np.asarray(value)
         if array.shape == shape:
             return array
-        if key == "task_low_dim_state" and array.size < shape[0] and self.task != self.config.task:
-            padded = np.zeros(shape)  # a task of several in one vector env, or changed to at a reset
+        shared = self.task != self.config.task or self.config.task_low_dim_size  # a layout for several tasks
+        if key == "task_low_dim_state" and array.size < shape[0] and shared:
+            padded = np.zeros(shape)
             write_padded(padded, array)
             return padded
         if key == "task_low_dim_state":
