@@ -6,7 +6,7 @@ capture_boot_output()  # in a spawned worker only: its start-up output goes wher
 
 from .backends import list_tasks  # noqa: E402
 from .backends.base import Demo  # noqa: E402
-from .config import CAMERAS, MODALITIES, EnvConfig, VectorConfig, VideoConfig  # noqa: E402
+from .config import CAMERAS, MODALITIES, SUITES, EnvConfig, VectorConfig, VideoConfig  # noqa: E402
 from .errors import (  # noqa: E402
     ActionError,
     BackendUnavailableError,
@@ -25,6 +25,7 @@ from .vector_env import RLBenchVectorEnv  # noqa: E402
 __version__ = "0.2.0"
 __all__ = [
     "RLBenchVectorEnv", "RLBenchEnv", "make_env", "list_tasks", "EnvConfig", "VectorConfig", "VideoConfig", "Demo",
-    "CAMERAS", "MODALITIES", "RLBenchVecError", "ConfigError", "ActionError", "ClosedError", "BackendUnavailableError",
-    "WorkerError", "WorkerStartError", "ResetNeeded", "RestartBudgetExceeded", "DatasetError",
+    "CAMERAS", "MODALITIES", "SUITES", "RLBenchVecError", "ConfigError", "ActionError", "ClosedError",
+    "BackendUnavailableError", "WorkerError", "WorkerStartError", "ResetNeeded", "RestartBudgetExceeded",
+    "DatasetError",
 ]

@@ -14,7 +14,7 @@ import logging
 import math
 import numbers
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from typing import Any
@@ -45,6 +45,16 @@ AUTORESET_MODES = ("next_step", "same_step", "disabled")
 ACTION_TIMINGS = ("rlbench", "fixed")
 MAX_CHUNK = 65535  # a step command carries K in 16 bits
 MAX_IMAGE_SIDE = 4096
+# Task suites, a name for a list of tasks: `task="peract18"` gives env i the suite's task i (mod its length).
+# peract18: PerAct's 18 RLBench tasks (Shridhar et al., 2022, Table 1), in PerAct's order.
+SUITES = {
+    "peract18": (
+        "open_drawer", "slide_block_to_color_target", "sweep_to_dustpan_of_size", "meat_off_grill", "turn_tap",
+        "put_item_in_drawer", "close_jar", "reach_and_drag", "stack_blocks", "light_bulb_in", "put_money_in_safe",
+        "place_wine_at_rack_location", "put_groceries_in_cupboard", "place_shape_in_shape_sorter", "push_buttons",
+        "insert_onto_square_peg", "stack_cups", "place_cups",
+    ),
+}
 
 
 @cache
@@ -73,6 +83,32 @@ def camel_case(name: str) -> str:
 def close_matches(value: Any, allowed) -> str:
     close = difflib.get_close_matches(str(value), list(allowed), n=3)
     return f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+
+
+def task_list(task: str | Sequence[str]) -> tuple[str, ...]:
+    """A task option as its tasks in order, snake_case: a suite's, a name alone, or a list's (repeats kept)."""
+    if isinstance(task, str):
+        name = snake_case(task) if task.strip() else task
+        return SUITES.get(name, (name,))
+    if not isinstance(task, (list, tuple)) or not task:
+        raise ConfigError(f"task must be a task name, a suite ({', '.join(SUITES)}) or a list of names, got {task!r}.")
+    names = []
+    for name in task:
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"task lists must hold task names such as 'reach_target', got {name!r} in {task!r}.")
+        names.append(snake_case(name))
+    return tuple(names)
+
+
+def env_tasks(task: str | Sequence[str], num_envs: int) -> str | tuple[str, ...]:
+    """Each env's task: one name for all, a suite's tasks in turn (env i gets task i mod its length), or a list of
+    num_envs names, one per env. A single task stays a string."""
+    names = task_list(task)
+    if not isinstance(task, str) and len(names) != num_envs:
+        raise ConfigError(f"task lists one name per env: got {len(names)} names for num_envs={num_envs}. Give "
+                          f"{num_envs} names, or a suite ({', '.join(SUITES)}), whose tasks the envs take in turn.")
+    per_env = tuple(names[i % len(names)] for i in range(num_envs))
+    return per_env[0] if len(set(per_env)) == 1 else per_env
 
 
 def choose(what: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -131,7 +167,9 @@ def flag(name: str, value: Any) -> bool:
 class EnvConfig:
     """What one environment is. Field names follow RLBench's ObservationConfig and action modes.
 
-    task: RLBench task name, snake_case or CamelCase. backend: "auto" (rlbench when installed, else
+    task: RLBench task name, snake_case or CamelCase; or one name per env (a vector env's envs may run
+    different tasks), or a suite (SUITES) whose tasks the envs take in turn. A vector env's `env_config.task` is
+    one name, or a tuple with each env's (`tasks` lists them once each). backend: "auto" (rlbench when installed, else
     mujoco), "rlbench", "mujoco", "mjwarp" (the mujoco scene batched on a GPU), "synthetic".
     cameras / modalities: which images are observed.
     image_size is (width, height) as in RLBench; image arrays are (height, width, ...).
@@ -142,11 +180,13 @@ class EnvConfig:
     change until the fingers stop) or "fixed" (every action is one 0.05 s control step; the arm's target
     and the gripper's goal are kept until reached or replaced, and info["arm_moving"] /
     info["gripper_moving"] say what is still under way): the embedded backends (mujoco, mjwarp).
+    task_low_dim_size: task_low_dim_state's length, at least the longest of the envs' tasks (None: that
+    longest): room for tasks an env changes to at a reset (reset(options={"task": ...})).
     `validated()` checks values and resolves backend="auto"; a vector env also names the low-dim
     fields its backend chose (spec.low_dim_fields) in its `env_config`.
     """
 
-    task: str = "reach_target"
+    task: str | tuple[str, ...] = "reach_target"
     backend: str = "auto"
     cameras: tuple[str, ...] = CAMERAS
     image_size: tuple[int, int] = (128, 128)
@@ -161,19 +201,22 @@ class EnvConfig:
     renderer: str | None = None
     backend_options: Mapping[str, Any] = field(default_factory=dict)
     action_timing: str = "rlbench"
+    task_low_dim_size: int | None = None
     video_cameras: tuple[str, ...] = ()  # set by the engine for recording envs: render_rgb must serve these
 
     def validated(self) -> EnvConfig:
         """Return a normalised copy, or raise ConfigError naming the bad field and the fix."""
-        if not isinstance(self.task, str) or not self.task.strip():
+        if isinstance(self.task, str) and not self.task.strip():
             raise ConfigError(f"task must be a task name such as 'reach_target', got {self.task!r}.")
+        names = task_list(self.task)
+        task = names[0] if isinstance(self.task, str) or len(set(names)) == 1 else names
         if not isinstance(self.image_size, (tuple, list)) or len(self.image_size) != 2:
             raise ConfigError(f"image_size must be two integers (width, height), got {self.image_size!r}.")
         size = image_size(self.image_size)
         if not isinstance(self.backend_options, Mapping):
             raise ConfigError(f"backend_options must be a dict, got {self.backend_options!r}.")
         config = replace(
-            self, task=snake_case(self.task), backend=resolve_backend(choose("backend", self.backend, BACKENDS)),
+            self, task=task, backend=resolve_backend(choose("backend", self.backend, BACKENDS)),
             image_size=size, max_episode_steps=integer("max_episode_steps", self.max_episode_steps, 1),
             misc=flag("misc", self.misc), depth_in_meters=flag("depth_in_meters", self.depth_in_meters),
             absolute_mode=flag("absolute_mode", self.absolute_mode),
@@ -184,6 +227,8 @@ class EnvConfig:
             arm_mode=choose("arm_mode", self.arm_mode, ARM_MODES),
             gripper_mode=choose("gripper_mode", self.gripper_mode, GRIPPER_MODES),
             backend_options=dict(self.backend_options),
+            task_low_dim_size=None if self.task_low_dim_size is None else integer(
+                "task_low_dim_size", self.task_low_dim_size, 0),
             video_cameras=choose_all("video camera", self.video_cameras, CAMERAS),
         )
         if config.backend == "rlbench" and config.action_timing == "fixed":
@@ -192,6 +237,26 @@ class EnvConfig:
                 "RLBench's action modes run each action until it is done (its own loop in CoppeliaSim), so the "
                 "rlbench backend runs action_timing='rlbench' only; use backend='mujoco' or 'mjwarp' for 'fixed'.")
         return config
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """The tasks of the envs, each once, in order of first use."""
+        return (self.task,) if isinstance(self.task, str) else tuple(dict.fromkeys(self.task))
+
+    @property
+    def one_task(self) -> str:
+        """The task of a config whose envs all run one (what backends check and build: see for_task)."""
+        if not isinstance(self.task, str):
+            raise ConfigError(f"this needs one task for every env, got one per env: {', '.join(self.tasks)}.")
+        return self.task
+
+    def task_of(self, env: int) -> str:
+        """The task env (or instance) `env` starts with: the one task, or its entry of the per-env list."""
+        return self.task if isinstance(self.task, str) else self.task[env]
+
+    def for_task(self, task: str) -> EnvConfig:
+        """This config with one task for every env: what a backend checks and sizes each task with."""
+        return replace(self, task=task)
 
     @property
     def height(self) -> int:

@@ -78,6 +78,18 @@ def low_dim_fields(config: EnvConfig) -> tuple[str, ...]:
     return backend_class(config.backend).default_low_dim(config) if config.low_dim is None else config.low_dim
 
 
+def task_state_sizes(config: EnvConfig) -> dict[str, int]:
+    """The length of each task's own task_low_dim_state (known without a simulator)."""
+    backend = backend_class(config.backend)
+    return {task: backend.task_state_size(config.for_task(task)) for task in config.tasks}
+
+
+def task_state_size(config: EnvConfig) -> int:
+    """task_low_dim_state's length in the layout: the longest of the envs' tasks (or config.task_low_dim_size
+    when longer); a shorter one is zero-padded (each env's own length: info["task_low_dim_size"] at resets)."""
+    return max(config.task_low_dim_size or 0, *task_state_sizes(config).values())
+
+
 def observation_spec(config: EnvConfig) -> dict[str, ArraySpec]:
     """Every observation key with its per-env shape and dtype, in a stable order."""
     spec = {
@@ -88,8 +100,8 @@ def observation_spec(config: EnvConfig) -> dict[str, ArraySpec]:
     if config.misc:
         spec.update({f"{camera}_camera_{name}": s for camera in config.cameras for name, s in CAMERA_MISC.items()})
     low_dim = low_dim_fields(config)
-    task_state_size = backend_class(config.backend).task_state_size(config) if "task_low_dim_state" in low_dim else 0
-    spec.update({name: low_dim_spec(name, task_state_size) for name in low_dim})
+    state_size = task_state_size(config) if "task_low_dim_state" in low_dim else 0
+    spec.update({name: low_dim_spec(name, state_size) for name in low_dim})
     return spec
 
 

@@ -135,6 +135,8 @@ class RLBenchVectorEnv(VectorEnv):
         except BaseException:
             self._finalizer()
             raise
+        self._tasks = [config.task_of(env) for env in range(n)]  # each env's task now
+        self._state_size = layout["task_low_dim_state"].shape[0] if "task_low_dim_state" in layout else 0
         self._chunked = np.zeros(n, bool)
         self._sync: bool | None = None  # the mode of what is in flight: full batch (True) or partial
         self._interrupted = False
@@ -192,12 +194,15 @@ class RLBenchVectorEnv(VectorEnv):
         seed: an int gives env i seed + i (+ RANK * num_envs under torchrun, so ranks never share
         seeds); a list gives one seed per env; None uses the constructor's seed on the first reset and
         continues each env's random stream afterwards. options["env_options"]: one dict per env,
-        merged over the other options for that env. Commands still in flight are finished and their
-        results discarded."""
+        merged over the other options for that env. options["task"] (or an env's own) changes the env's task
+        where the backend can (not mjwarp): a task of the backend whose task_low_dim_state fits this vector
+        env's. Commands still in flight are finished and their results discarded."""
         self._check_open()
         seeds = checks.reset_seeds(self.vector_config.seed if seed is None and self._first_reset else seed,
                                    self.num_envs)
         options_per_env, mask = checks.reset_options(options, self.num_envs, self.vector_config.autoreset_mode)
+        options_per_env, self._tasks = checks.reset_tasks(options_per_env, mask, self._tasks, self.env_config,
+                                                          self.vector_config, self._state_size)
         if self._pool.table.busy:
             self._pool.drain()
         self._first_reset = False
@@ -261,6 +266,38 @@ class RLBenchVectorEnv(VectorEnv):
             self._actions[ids, :k] = batch
         self._pool.step(ids, k, ordered=False)
         self._chunked[ids], self._sync = chunked, False
+
+    def send_reset(self, env_ids: Any = None, seeds: Sequence[int | None] | None = None,
+                   options: dict[str, Any] | None = None) -> None:
+        """Start new episodes for env_ids (all by default) while other envs may still be stepping
+        (send/recv): their first observations come back with recv(), in the order they finish, like steps'
+        (reward 0, not terminated, info with the reset's). seeds: one per env of env_ids (None: each env
+        goes on with its random stream); options as reset()'s, options["env_options"] one dict per env of
+        env_ids. With autoreset_mode="disabled" this is how an evaluation starts an env's next episode
+        without waiting for the others."""
+        self._check_open()
+        ids = checks.env_ids(env_ids, self.num_envs)
+        if self._sync:
+            raise ConfigError("a full batch from step_async() is in flight: step_wait() it before send_reset().")
+        if isinstance(seeds, (int, np.integer)):
+            raise ConfigError(f"send_reset takes one seed per env of env_ids (a list), got {seeds!r}.")
+        if options is not None and "reset_mask" in options:
+            raise ConfigError("send_reset resets the envs of env_ids: leave reset_mask out of its options.")
+        self._check_idle(ids, "send_reset()")
+        picked = checks.reset_seeds(list(seeds) if seeds is not None else [None] * len(ids), len(ids))
+        own, _ = checks.reset_options(options, len(ids), self.vector_config.autoreset_mode)
+        n = self.num_envs
+        all_seeds: list[int | None] = [None] * n
+        all_options: list[dict | None] = [None] * n
+        for j, env in enumerate(ids.tolist()):
+            all_seeds[env], all_options[env] = picked[j], own[j]
+        mask = np.zeros(n, bool)
+        mask[ids] = True
+        all_options, tasks = checks.reset_tasks(all_options, mask, self._tasks, self.env_config,
+                                                self.vector_config, self._state_size)
+        self._pool.reset(ids, all_seeds, all_options, [RESULT] * n, ordered=False)
+        self._tasks = tasks
+        self._chunked[ids], self._sync = False, False
 
     def recv(self, min_envs: int | None = None, timeout: float | None = None):
         """The results of at least min_envs (default: all) of the envs sent to, in the order they
@@ -396,4 +433,5 @@ class RLBenchVectorEnv(VectorEnv):
 
     def __repr__(self) -> str:
         c = self.env_config
-        return f"RLBenchVectorEnv(num_envs={self.num_envs}, task={c.task!r}, backend={c.backend!r})"
+        task = c.task if isinstance(c.task, str) else f"{len(c.tasks)} tasks"
+        return f"RLBenchVectorEnv(num_envs={self.num_envs}, task={task!r}, backend={c.backend!r})"

@@ -20,7 +20,7 @@ LAYERS = [  # lowest first: (layer name, the modules' first name parts)
     ("engine and worker", {"engine", "worker"}),
     ("front", {"vector_env", "gym_env", "sb3"}),
     ("cli", {"cli"}),
-    ("entries", {"bench", "collect", ""}),
+    ("entries", {"bench", "collect", "evaluate", ""}),
 ]
 MAX_FRONT_MODULES = 12
 

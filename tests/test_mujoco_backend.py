@@ -461,3 +461,37 @@ def test_fixed_timing_runs_one_control_step_and_says_what_is_under_way(backend_f
 def test_demos_need_rlbench_timing(backend_for):
     with pytest.raises(ConfigError, match="action_timing='rlbench'"):
         backend_for(action_timing="fixed").get_demos(1, seed=0)
+
+
+def test_a_task_per_env_pads_task_state_and_switches_tasks_at_reset(make_env):
+    """Mixed tasks in one vector env: each env's own task, descriptions and task_low_dim_state (zero-padded to
+    the longest, its own length in info), drawn by one worker; a reset changes an env's task in place."""
+    tasks = ["reach_target", "close_drawer", "push_button"]
+    env = make_env(num_envs=3, task=tasks, backend="mujoco", cameras=("front",), image_size=(16, 16),
+                   modalities=("rgb", "mask"), envs_per_worker=3)
+    sizes = {name: BACKEND.task_state_size(make_config(task=name)) for name in tasks}
+    obs, info = env.reset(seed=0)
+    assert env.get_attr("task") == tuple(tasks) == env.env_config.task
+    assert obs["task_low_dim_state"].shape == (3, max(sizes.values()))
+    assert info["task_low_dim_size"].tolist() == [sizes[name] for name in tasks]
+    for row, name in enumerate(tasks):
+        assert not obs["task_low_dim_state"][row, sizes[name]:].any()
+        task = BACKEND(make_config(task=name), 0)
+        try:
+            assert list(info["descriptions"][row]) == task.sim.task.descriptions(int(info["variation_index"][row]))
+        finally:
+            task.close()
+    assert len({obs["front_mask"][row].max() for row in range(3)}) > 1  # each drawn with its own task's scene
+    obs, info = env.reset(seed=0, options={"env_options": [{"task": "push_button"}, None, {"task": "ReachTarget"}]})
+    assert env.get_attr("task") == ("push_button", "close_drawer", "reach_target")
+    assert info["task"].tolist() == ["push_button", "close_drawer", "reach_target"]
+    assert info["task_low_dim_size"].tolist() == [sizes["push_button"], sizes["close_drawer"], sizes["reach_target"]]
+    with pytest.raises(ConfigError, match="closest|Closest"):
+        env.reset(options={"task": "push_buton"})
+
+
+def test_tasks_the_backend_lacks_are_named_together():
+    lacking = ("basketball_in_hoop", "water_plants", "wipe_desk")  # RLBench tasks not embedded
+    with pytest.raises(ConfigError) as error:
+        RLBenchVectorEnv(num_envs=4, task=["reach_target", *lacking], backend="mujoco", cameras=())
+    assert all(name in str(error.value) for name in lacking) and "backend='rlbench'" in str(error.value)

@@ -600,3 +600,19 @@ def test_demo_actions_prefer_recorded_commands_and_invert_rlbench_delta_poses():
     np.testing.assert_allclose(demo_actions(steps, absolute), [[1] * 7 + [1.0], [2] * 7 + [1.0]])
     velocity = EnvConfig(arm_mode="joint_velocity", gripper_mode="joint_position").validated()
     np.testing.assert_allclose(demo_actions(steps, velocity), [[1] * 7 + [0.02], [2] * 7 + [0.04]])
+
+
+def test_a_task_per_env_and_a_task_changed_at_reset(double, rlbench_env):
+    """One TaskEnvironment per env, each of its own task; task_low_dim_state padded to the longest (reach_target
+    has 3 values, pick_and_lift 6); a reset loads another task into the env's running CoppeliaSim."""
+    env = rlbench_env(num_envs=2, task=["reach_target", "pick_and_lift"])
+    obs, info = env.reset(seed=0)
+    assert env.get_attr("task") == ("reach_target", "pick_and_lift")
+    assert obs["task_low_dim_state"].shape == (2, 6) and info["task_low_dim_size"].tolist() == [3, 6]
+    assert not obs["task_low_dim_state"][0, 3:].any()
+    assert sorted(e["task"] for e in double("get_task")) == ["pick_and_lift", "reach_target"]
+    _, info = env.reset(options={"env_options": [{"task": "pick_and_lift"}, None]})
+    assert env.get_attr("task") == ("pick_and_lift", "pick_and_lift") and info["task_low_dim_size"].tolist() == [6, 6]
+    assert sorted(e["task"] for e in double("get_task")) == ["pick_and_lift", "pick_and_lift", "reach_target"]
+    with pytest.raises(ConfigError, match="depends on its scene"):  # its length is unknown: it may not fit
+        env.reset(options={"task": "open_drawer"})

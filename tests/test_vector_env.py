@@ -467,3 +467,42 @@ def test_the_main_process_allocates_nothing_sized_by_the_observations(make_env):
     observation_bytes = sum(space.low.size * space.dtype.itemsize for space in env.observation_space.values())
     assert observation_bytes > 30e6
     assert peak < observation_bytes / 8, f"{peak / 1e6:.1f} MB traced"  # 130 MB with gymnasium's batch_space
+
+
+# ---------------------------------------------------------------- tasks per env
+
+
+def test_a_suite_gives_the_envs_its_tasks_in_turn(make_env):
+    from rlbench_vec import SUITES, list_tasks
+
+    assert "peract18" in list_tasks("synthetic", suites=True) and "peract18" not in list_tasks("synthetic")
+    env = make_env(num_envs=20, task="peract18", cameras=(), envs_per_worker=20)
+    suite = SUITES["peract18"]
+    assert suite[0] == "open_drawer" and len(suite) == 18
+    _, info = env.reset(seed=0)
+    assert env.get_attr("task") == suite + suite[:2] == tuple(info["task"])
+    assert list(info["descriptions"][19]) == [f"synthetic {suite[1]}"]
+    with pytest.raises(ConfigError, match="one name per env"):
+        make_env(num_envs=3, task=["reach_target", "open_drawer"])
+
+
+def test_send_reset_starts_episodes_while_others_step(make_env):
+    env = make_env(num_envs=3, envs_per_worker=1, cameras=(), autoreset_mode="disabled",
+                   backend_options={"episode_length": 1})
+    env.reset(seed=0)
+    env.set_attr("step_cost_s", [0.5, 0.0, 0.0])
+    env.send(zeros(3))
+    *_, terminated, _, info = env.recv(min_envs=2)
+    ended = info["env_id"]
+    assert 0 not in ended.tolist() and terminated.all()
+    env.send_reset(ended, seeds=[7, 8], options={"env_options": [{"task": "open_drawer"}, None]})
+    seen = {}
+    while len(seen) < 3:
+        obs, reward, terminated, _, info = env.recv(min_envs=1)
+        for row, env_id in enumerate(info["env_id"].tolist()):
+            seen[env_id] = (int(obs["task_low_dim_state"][row, 0]), info.get("task", [None] * 3)[row])
+    assert seen[0] == (1, None), "env 0 finished its step meanwhile"
+    assert {seen[int(e)][0] for e in ended} == {0} and seen[int(ended[0])][1] == "open_drawer"
+    assert env.get_attr("task")[int(ended[0])] == "open_drawer"
+    with pytest.raises(ConfigError, match="one seed per env"):
+        env.send_reset([1], seeds=3)

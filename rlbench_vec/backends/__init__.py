@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from ..config import resolve_backend
+from ..config import SUITES, resolve_backend
 from ..errors import ConfigError
 
 _MODULES = {
@@ -34,8 +34,9 @@ def backend_class(name: str) -> type[Backend]:
     return importlib.import_module(_MODULES[name]).BACKEND
 
 
-def list_tasks(backend: str = "auto") -> list[str]:
+def list_tasks(backend: str = "auto", suites: bool = False) -> list[str]:
     """The task names (RLBench's, snake_case) `backend` runs: the embedded tasks for "mujoco" and
     "mjwarp", the installed RLBench's for "rlbench", and for "synthetic" every RLBench task (PerAct's
-    additions included), which its RLBench-shaped observations stand in for."""
-    return backend_class(resolve_backend(backend)).task_names()
+    additions included), which its RLBench-shaped observations stand in for. suites=True adds the names
+    of the task suites (rlbench_vec.SUITES: "peract18", PerAct's 18 tasks), each a value of `task` too."""
+    return backend_class(resolve_backend(backend)).task_names() + (list(SUITES) if suites else [])

@@ -67,6 +67,10 @@ class Backend(ABC):
     def validate(cls, config: EnvConfig) -> None:
         """Raise ConfigError for options this backend cannot serve (unknown task, unsupported mode)."""
 
+    # None: the envs of one vector env may run different tasks, and a reset may change an env's task
+    # (reset(options={"task": name})); else why every env runs the one task it was made with
+    one_task_reason: ClassVar[str | None] = None
+
     @classmethod
     @abstractmethod
     def task_state_size(cls, config: EnvConfig) -> int:
@@ -159,6 +163,14 @@ class Backend(ABC):
 
     def close(self) -> None:  # noqa: B027 - a hook: a backend with nothing to stop keeps it
         """Stop the simulator. Must be safe to call once after a failed __init__ step."""
+
+
+def write_padded(out: np.ndarray, state: np.ndarray) -> None:
+    """A task's task_low_dim_state into the layout's, sized for the longest task of the vector env: zeros
+    after the task's own values (their count: info["task_low_dim_size"])."""
+    count = len(state)
+    out[:count] = state
+    out[count:] = 0.0
 
 
 def failure(error: BaseException) -> tuple[str, str]:

@@ -105,6 +105,7 @@ class SyntheticBackend(Backend):
         if config.backend_options.get("raise_on_start"):
             raise RuntimeError(f"synthetic simulator {env_index} failed to launch")
         self.config = config
+        self.task = config.task_of(env_index)
         self.options = dict(config.backend_options)
         self.step_cost_s = float(self.options.get("step_cost_s", 0.0))
         self.hang_at_step = self.options.get("hang_at_step")
@@ -128,12 +129,14 @@ class SyntheticBackend(Backend):
             time.sleep(1e6)
         if seed is not None:
             self.rng = np.random.default_rng(seed)
+        self.task = (options or {}).get("task", self.task)
         busy_wait(float(self.options.get("reset_cost_s", 0.0)))
         self.steps = 0
         self.joints = self.rng.uniform(-1, 1, 7)
         self.episode += 1
         self.episode_seed = int(self.rng.integers(2**31))
-        return {"descriptions": [f"synthetic {self.config.task}"], "variation_index": 0}
+        return {"descriptions": [f"synthetic {self.task}"], "variation_index": 0, "task": self.task,
+                "task_low_dim_size": self.task_state_size(self.config)}
 
     def step(self, action: np.ndarray) -> StepResult:
         if self.steps == self.hang_at_step:

@@ -23,12 +23,8 @@
 from __future__ import annotations
 
 import collections
-import errno
 import functools
 import json
-import math
-import os
-import shlex
 import sys
 import time
 import zlib
@@ -44,13 +40,14 @@ from ..config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, Ve
 from ..datasets import remove_stale_staging
 from ..datasets.lerobot_format import LeRobotOptions
 from ..datasets.writers import FORMATS, Episode, WriterOptions, WriterPool, store_rlbench
-from ..errors import ConfigError, DatasetError, WorkerError
+from ..errors import WorkerError
 from ..vector_env import RLBenchVectorEnv
-from . import ArgumentParser, non_negative, positive, stopped_status
+from . import ArgumentParser, non_negative, positive
 from .collect_config import DATASET_ARGUMENTS, CollectConfig, checked_variations, known_variation_count
+from .runs import ProgressBar, check_same_arguments, parsed_flags, run_stoppable, stop_if_disk_full, write_json
 
 SUMMARY_FILE = "collect_summary.json"
-DISK_FULL = tuple(os.strerror(code) for code in (errno.ENOSPC, errno.EDQUOT))  # as the errors quote them
+
 def job_seed(seed: int, episode: Episode, attempt: int) -> int:
     """The demo seed of one attempt at one job."""
     entropy = [seed, zlib.crc32(episode.task.encode()), episode.variation, episode.episode, attempt]
@@ -92,53 +89,11 @@ class Tally:
         return sum(self.planned.values()) + sum(self.skipped.values())
 
 
-class ProgressBar:
-    """Episodes done, demos/s, ETA and failures on stderr: a rich bar on a terminal; else (a log file, CI)
-    one whole line every LINE_EVERY_S seconds and at the end, since rich cuts a line to 80 columns there."""
-
-    LINE_EVERY_S = 10.0
-
-    def __init__(self, enabled: bool):
-        self.bar: Any = None
-        self.lines = enabled and not sys.stderr.isatty()
-        self.last_line = -math.inf
-        if enabled and not self.lines:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self.bar = Progress(TextColumn("{task.description:<22}"), BarColumn(bar_width=24), MofNCompleteColumn(),
-                                TextColumn("{task.fields[rate]} demos/s  ETA"), TimeRemainingColumn(),
-                                TextColumn("{task.fields[failures]}"), console=Console(stderr=True))
-            self.bar.start()
-            self.task = self.bar.add_task("starting", total=None, rate="-", failures="")
-        self.started = time.perf_counter()
-
-    def update(self, description: str, tally: Tally, pool: WriterPool | None = None) -> None:
-        if self.bar is None and not self.lines:
-            return
-        now = time.perf_counter()
-        rate = sum(tally.written.values()) / max(now - self.started, 1e-9)
-        failures = f"failed demos {tally.demo_failures}, crashes {tally.worker_errors}, lost {len(tally.failed)}"
-        if pool is not None:
-            failures += f"; writer queue {pool.pending}/{pool.options.queue_size}"
-        if self.bar is not None:
-            self.bar.update(self.task, description=description, completed=tally.done, total=tally.total,
-                            rate=f"{rate:.2f}", failures=failures)
-        elif now - self.last_line >= self.LINE_EVERY_S or description in ("done", "stopped"):
-            self.last_line = now
-            print(f"{description}: {tally.done}/{tally.total} episodes, {rate:.2f} demos/s, {failures}",
-                  file=sys.stderr, flush=True)
-
-    def say(self, text: str) -> None:
-        """A line of its own, above the bar."""
-        if self.bar is not None:
-            self.bar.console.print(text)
-        elif self.lines:
-            print(text, file=sys.stderr, flush=True)
-
-    def stop(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+def show_progress(progress: ProgressBar, description: str, tally: Tally, pool: WriterPool | None = None) -> None:
+    failures = f"failed demos {tally.demo_failures}, crashes {tally.worker_errors}, lost {len(tally.failed)}"
+    if pool is not None:
+        failures += f"; writer queue {pool.pending}/{pool.options.queue_size}"
+    progress.update(description, tally.done, tally.total, sum(tally.written.values()), failures, "episodes")
 
 
 def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]:
@@ -152,7 +107,7 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
         counts[task] = None if known is None else checked_variations(config, task, known)
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    _check_same_dataset(out, config)
+    check_same_arguments(out / SUMMARY_FILE, _dataset_arguments(config), "demos")
     swept = remove_stale_staging(out)
     summary: dict[str, Any] = {"command": command or config.command(), "finished": False,
                                "config": _dataset_arguments(config), "stale_staging_removed": swept}
@@ -168,13 +123,13 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
         todo = {task: None if count is None else _plan(config, task, count, pool, tally)
                 for task, count in counts.items()}
         _write_summary(out, summary, config, tally, pool, 0.0, 0.0)
-        progress = ProgressBar(config.progress)
+        progress = ProgressBar(config.progress, "demos")
         _say_what_was_found(progress, out, tally)
         for number, (task, jobs) in enumerate(todo.items(), start=1):
             if jobs == []:
                 continue
             doing = f"{task} (task {number}/{len(todo)})"  # the counts are of every task
-            progress.update(f"{doing}: starting", tally, pool)
+            show_progress(progress, f"{doing}: starting", tally, pool)
             t0 = time.perf_counter()
             vector_config = _vector_config(config, config.num_envs if jobs is None else len(jobs))
             with RLBenchVectorEnv.from_config(env_configs[task], vector_config) as env:
@@ -184,8 +139,8 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
                     jobs = _plan(config, task, count, pool, tally)
                     _say_what_was_found(progress, out, tally, task)
                 _collect_jobs(env, collections.deque(jobs), config, pool, tally,
-                              functools.partial(progress.update, doing, tally, pool))
-        progress.update("writing", tally, pool)
+                              functools.partial(show_progress, progress, doing, tally, pool))
+        show_progress(progress, "writing", tally, pool)
         pool.drain()
         _record_writes(pool, tally)
         remove_stale_staging(out)  # removes the staging folder itself once empty
@@ -194,7 +149,7 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
         pool.close()
         _record_writes(pool, tally)
         if progress is not None:
-            progress.update("done" if summary["finished"] else "stopped", tally, pool)
+            show_progress(progress, "done" if summary["finished"] else "stopped", tally, pool)
             progress.stop()
         try:
             _write_summary(out, summary, config, tally, pool, time.perf_counter() - started, start_s)
@@ -249,7 +204,7 @@ def _collect_jobs(env: RLBenchVectorEnv, jobs: collections.deque[Job], config: C
             job = running.pop(env_id)
             idle.append(env_id)
             if isinstance(result, WorkerError):
-                _stop_if_disk_full(str(result), pool.out)
+                stop_if_disk_full(str(result), pool.out)
             if isinstance(result, WorkerError) and env.worker_pid(env_id) != job.worker_pid:
                 job.crashes += 1  # the worker died or hung: not the demo's fault, same seed again
                 tally.worker_errors += 1
@@ -278,31 +233,11 @@ def _record_writes(pool: WriterPool, tally: Tally) -> None:
             tally.written[episode.task] += 1
         else:
             tally.failed.append({**asdict(episode), "attempts": 1, "error": f"not written: {error}"})
-            _stop_if_disk_full(error, pool.out)
-
-
-def _stop_if_disk_full(error: str, out: Path) -> None:
-    """A full disk (or quota) fails every write after it: stop at the first such error, retrying nothing.
-    What was written is whole (an episode appears only complete), so a rerun resumes there."""
-    if any(text in error for text in DISK_FULL):
-        raise DatasetError(f"the disk holding {out} is full ({error.splitlines()[0]}): free space or choose "
-                           "another --out, then run the same command again to resume.")
+            stop_if_disk_full(error, pool.out)
 
 
 def _dataset_arguments(config: CollectConfig) -> dict[str, Any]:
     return json.loads(json.dumps({name: getattr(config, name) for name in DATASET_ARGUMENTS}))
-
-
-def _check_same_dataset(out: Path, config: CollectConfig) -> None:
-    path = out / SUMMARY_FILE
-    if not path.is_file():
-        return
-    before = json.loads(path.read_text()).get("config", {})
-    now = _dataset_arguments(config)
-    different = {name: (before.get(name), now[name]) for name in DATASET_ARGUMENTS if before.get(name) != now[name]}
-    if different:
-        raise ConfigError(f"{out} holds demos collected with other arguments ({different}: before, now); resume with "
-                          "the same arguments, or collect into another --out.")
 
 
 def _write_summary(out: Path, summary: dict[str, Any], config: CollectConfig, tally: Tally, pool: WriterPool,
@@ -322,9 +257,7 @@ def _write_summary(out: Path, summary: dict[str, Any], config: CollectConfig, ta
         "demos_per_s": round(written / seconds, 3) if seconds > 0 else 0.0,
         "num_envs": config.num_envs, "writer": pool.stats.summary(),
     })
-    temporary = out / (SUMMARY_FILE + ".tmp")
-    temporary.write_text(json.dumps(summary, indent=2) + "\n")
-    temporary.replace(out / SUMMARY_FILE)
+    write_json(out / SUMMARY_FILE, summary)
 
 
 # ---- command line ----
@@ -370,24 +303,15 @@ def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
     parser.add_argument("--lerobot_vcodec", default=default.lerobot_vcodec)
     parser.add_argument("--lerobot_checkpoint_every", type=positive, default=default.lerobot_checkpoint_every)
     parser.add_argument("--progress", type=int, default=1, choices=(0, 1))
-    args = vars(parser.parse_args(argv))
-    args.pop("debug", None)  # run_main's
-    args["absolute_mode"], args["progress"] = bool(args["absolute_mode"]), bool(args["progress"])
-    args["image_size"] = tuple(args["image_size"])
-    for key in ("tasks", "cameras", "modalities"):
-        args[key] = None if args[key] is None else tuple(args[key])
-    return CollectConfig(**args)
+    return CollectConfig(**parsed_flags(parser, argv, ("tasks", "cameras", "modalities", "image_size")))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     config = parse_args(argv)
-    try:
-        summary = collect(config, command=shlex.join(["python", "-m", "rlbench_vec.collect", *argv]))
-    except KeyboardInterrupt:
-        word, status = stopped_status()
-        print(f"{word}: run the same command again to resume ({Path(config.out) / SUMMARY_FILE}).", file=sys.stderr)
-        return status
+    summary = run_stoppable(collect, config, "rlbench_vec.collect", argv, "", Path(config.out) / SUMMARY_FILE)
+    if isinstance(summary, int):
+        return summary
     episodes = summary["episodes"]
     print(f"{episodes['written']} episodes written, {episodes['skipped']} already there, {episodes['failed']} failed "
           f"in {summary['seconds']:.1f} s ({summary['demos_per_s']:.2f} demos/s): {Path(config.out) / SUMMARY_FILE}")

@@ -3,12 +3,10 @@ checks) and the choices made from it before anything starts (writers, variations
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..backends import backend_class, list_tasks
@@ -17,6 +15,7 @@ from ..backends.mujoco.backend import task_class
 from ..config import CAMERAS, EnvConfig, integer
 from ..datasets.writers import FORMATS
 from ..errors import ConfigError
+from .runs import command_line
 
 DEFAULT_MODALITIES = {"rlbench": ("rgb", "depth", "mask"), "lerobot": ("rgb",)}
 # Arguments that shape the stored demos: a rerun into the same folder must repeat them.
@@ -68,8 +67,6 @@ class CollectConfig:
         tasks = (self.tasks,) if isinstance(self.tasks, str) else tuple(self.tasks)
         if tasks == ("all",):
             tasks = tuple(list_tasks(self.backend))
-            if not tasks:
-                raise ConfigError(f"tasks='all': the {self.backend} backend lists no tasks; name them.")
         if not tasks or len(set(tasks)) != len(tasks):
             raise ConfigError(f"tasks must name at least one task, each once; got {self.tasks!r}.")
         if self.format not in FORMATS:
@@ -117,22 +114,7 @@ class CollectConfig:
 
     def command(self) -> str:
         """The command line that collects this (and resumes it)."""
-        words = ["python", "-m", "rlbench_vec.collect"]
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None or value == CollectConfig.__dataclass_fields__[f.name].default:
-                continue
-            if isinstance(value, bool):
-                value = int(value)
-            if isinstance(value, Mapping):
-                words += [f"--{f.name}", json.dumps(dict(value))]
-            elif isinstance(value, tuple) and all(isinstance(v, int) for v in value):
-                words += [f"--{f.name}", *map(str, value)]
-            elif isinstance(value, tuple):
-                words += [f"--{f.name}", ",".join(value)]
-            else:
-                words += [f"--{f.name}", str(value)]
-        return shlex.join(words)
+        return command_line("rlbench_vec.collect", self)
 
 
 def default_writers(num_envs: int) -> int:

@@ -113,9 +113,9 @@ class LeRobotWriter:
         self._dataset_class = LeRobotDataset
         self.config = config.validated()
         self.options = options
-        self.path = Path(root) / self.config.task
+        self.path = Path(root) / self.config.one_task
         self.features = dataset_features(self.config, options)
-        self.session = Path(root) / STAGING_FOLDER / "lerobot" / self.config.task
+        self.session = Path(root) / STAGING_FOLDER / "lerobot" / self.config.one_task
         roll_back(self.session, self.path)
         self.dataset: Any = self._open()
         pairs = np.asarray(self.dataset.hf_dataset.with_format("numpy")[EPISODE_KEY]).reshape(-1, 2) \

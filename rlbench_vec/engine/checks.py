@@ -11,9 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from ..config import EnvConfig, integer
+from ..backends import backend_class
+from ..config import EnvConfig, VectorConfig, integer, snake_case
 from ..distributed import rank_seed
 from ..errors import ActionError, ConfigError
+from ..spec import task_state_size
 from ..wire.protocol import dumps
 
 
@@ -95,3 +97,42 @@ def reset_options(options: dict[str, Any] | None, num_envs: int,
     merged = [({**shared, **(own[i] or {})} if own is not None else shared) or None for i in range(num_envs)]
     pickled(merged, "reset options")
     return merged, mask
+
+
+def reset_tasks(options: list[dict | None], mask: np.ndarray, tasks: list[str], config: EnvConfig,
+                vc: VectorConfig, state_size: int) -> tuple[list[dict | None], list[str]]:
+    """Each env's options with its task named: for an env reset (`mask`), the one it asks for (checked: the
+    backend has it with these options, it may change tasks, its task_low_dim_state fits the layout's
+    `state_size`), else the one it runs when that is not the task it was made with, so that a restarted
+    worker's reset (with the env's last options) restores it; and
+    each env's task after the reset (`tasks`: before it)."""
+    backend = backend_class(config.backend)
+    checked: set[str] = set()
+    out, tasks = list(options), list(tasks)
+    for env in range(len(tasks)):
+        own = options[env] or {}
+        if "task" not in own or not mask[env]:  # kept: the options a restart resets the env with name it
+            if tasks[env] != config.task_of(env):
+                out[env] = {**own, "task": tasks[env]}
+            continue
+        if not isinstance(own["task"], str):
+            raise ConfigError(f"reset option 'task' names one task, got {own['task']!r} for env {env}.")
+        task = snake_case(own["task"])
+        if task not in checked and task != tasks[env]:
+            if backend.one_task_reason:
+                raise ConfigError(f"reset option 'task' changes env {env}'s task to {task!r}, which this backend "
+                                  f"cannot: {backend.one_task_reason}")
+            if vc.spare_envs or vc.recycle_after_episodes or vc.max_worker_rss_mb:
+                raise ConfigError("reset option 'task' changes an env's task, which spare or recycled instances "
+                                  "(made with the constructor's tasks) would not follow: leave spare_envs, "
+                                  "recycle_after_episodes and max_worker_rss_mb unset to change tasks.")
+            backend.validate(config.for_task(task))
+            size = task_state_size(config.for_task(task)) if "task_low_dim_state" in (config.low_dim or ()) else 0
+            if size > state_size:
+                raise ConfigError(f"task {task!r} has a task_low_dim_state of {size} values, longer than this "
+                                  f"vector env's {state_size} (the longest of the tasks it was made with): name "
+                                  f"{task!r} among the constructor's tasks, or pass task_low_dim_size={size}.")
+            checked.add(task)
+        tasks[env] = task
+        out[env] = {**own, "task": task}
+    return out, tasks

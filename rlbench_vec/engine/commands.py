@@ -131,12 +131,13 @@ class Commands:
             resets[of_instance[instance]] = resets.get(of_instance[instance], 0) + 1
         return resets
 
-    def reset(self, envs: list[int], seeds: list, options: list, kinds: list) -> None:
-        """Reset these envs (a full batch, each to its own slot): seeds, options and kinds per env."""
+    def reset(self, envs: list[int], seeds: list, options: list, kinds: list, ordered: bool = True) -> None:
+        """Reset these envs: seeds, options and kinds indexed by env; each result to its own slot (ordered, a
+        full batch) or to the next free slot (a partial batch)."""
         page = self.buffers.filling
-        for env, opts in zip(envs, options):
-            self.table.last_options[env] = opts
-        for handle, entries in self._group(envs, envs).items():
+        for env in envs:
+            self.table.last_options[env] = options[env]
+        for handle, entries in self._group(envs, envs if ordered else [CLAIM] * len(envs)).items():
             rows = [entry[1] for entry in entries]
             picked = [seeds[e] for e in rows]
             payload = dumps((picked, [options[e] for e in rows], [kinds[e] for e in rows]))

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..backends import backend_class
 from ..backends.base import Backend
-from ..config import EnvConfig, VectorConfig
+from ..config import EnvConfig, VectorConfig, env_tasks
 from ..display import check_display
 from ..errors import ConfigError
 from ..spec import ArraySpec, action_size, low_dim_fields, observation_spec
@@ -39,11 +39,11 @@ class Plan:
 
 def make_plan(env_config: EnvConfig, vector_config: VectorConfig) -> Plan:
     """Validate everything and ask the backend; raise ConfigError before anything starts."""
-    config = env_config.validated()
-    backend = backend_class(config.backend)
-    backend.validate(config)
-    config = replace(config, low_dim=low_dim_fields(config))
     vc = vector_config.validated()
+    config = replace(env_config, task=env_tasks(env_config.task, vc.num_envs)).validated()
+    backend = backend_class(config.backend)
+    check_tasks(backend, config, vc)
+    config = replace(config, low_dim=low_dim_fields(config))
     if vc.video is not None and not backend.renders_video(config):
         raise ConfigError(f"the {config.backend} backend renders no video frames: record with another backend.")
     n = vc.num_envs
@@ -58,6 +58,31 @@ def make_plan(env_config: EnvConfig, vector_config: VectorConfig) -> Plan:
     block = buffer_plan({} if on_device else layout, n, vc.max_chunk, vc.chunk_obs == "all", action_size(config))
     check_resources(block, workers)
     return Plan(config, vc, backend, layout, per_worker, workers, on_device, block)
+
+
+def check_tasks(backend: type[Backend], config: EnvConfig, vc: VectorConfig) -> None:
+    """Every env's task is one the backend runs with these options, and the backend runs them together. Spare
+    and recycled instances serve any env, so they need one task for all."""
+    if len(config.tasks) > 1:
+        known = set(backend.task_names())
+        missing = [task for task in config.tasks if task not in known]
+        if len(missing) > 1:
+            elsewhere = "run them with backend='rlbench' (CoppeliaSim), or " if backend.name != "rlbench" else ""
+            raise ConfigError(f"the {backend.name} backend does not have {len(missing)} of these "
+                              f"{len(config.tasks)} tasks: {', '.join(missing)}; {elsewhere}choose among "
+                              f"rlbench_vec.list_tasks({backend.name!r}).")
+    for task in config.tasks:
+        backend.validate(config.for_task(task))
+    if len(config.tasks) == 1:
+        return
+    if backend.one_task_reason:
+        raise ConfigError(f"these envs run {len(config.tasks)} tasks ({', '.join(config.tasks)}): "
+                          f"{backend.one_task_reason}")
+    for name in ("spare_envs", "recycle_after_episodes", "max_worker_rss_mb"):
+        if getattr(vc, name):
+            raise ConfigError(f"{name} hands envs to fresh instances, which start with one task for all: it needs "
+                              f"one task for every env, and these envs run {len(config.tasks)} "
+                              f"({', '.join(config.tasks)}). Leave {name} unset, or run a vector env per task.")
 
 
 def buffer_plan(layout: dict[str, ArraySpec], n: int, max_chunk: int, every_obs: bool, action_dim: int) -> BlockPlan:

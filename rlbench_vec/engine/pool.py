@@ -85,8 +85,9 @@ class Pool:
         self.commands.step(envs, k, ordered)
         self.table.mark(envs, STEP, k)
 
-    def reset(self, envs: np.ndarray, seeds: list, options: list, kinds: list) -> None:
-        self.commands.reset(envs.tolist(), seeds, options, kinds)
+    def reset(self, envs: np.ndarray, seeds: list, options: list, kinds: list, ordered: bool = True) -> None:
+        """New episodes for these envs: a full batch (ordered) or, like a partial step, to the next free slots."""
+        self.commands.reset(envs.tolist(), seeds, options, kinds, ordered)
         self.table.mark(envs, RESET, 1)
 
     def call(self, envs: np.ndarray, payload: bytes, timeout_s: float) -> None:

@@ -31,6 +31,11 @@ class MjwarpBackend(Backend):
     """
 
     steps_in_parallel = True  # every world steps in one launch: a step's deadline is one env's
+    one_task_reason = (
+        "the mjwarp backend runs every env as a world of one MuJoCo Warp simulator, whose model is one task's "
+        "scene, so all its envs run one task. Envs of several tasks would need a simulator per task in the "
+        "worker, each with its own kernels, pages and partial steps: not built yet. Run a vector env per task "
+        "(rlbench_vec.evaluate does), or use backend='mujoco'.")
 
     name = "mjwarp"
 

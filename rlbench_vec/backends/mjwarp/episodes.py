@@ -100,7 +100,8 @@ class EpisodeStarts:
             view["mocap_quat"][world] = host.data.mocap_quat
             view["geom_rgba"][world] = host.model.geom_rgba
             view["variation"][world] = variation
-            infos[world] = {"descriptions": host.task.descriptions(variation), "variation_index": variation}
+            infos[world] = {"descriptions": host.task.descriptions(variation), "variation_index": variation,
+                            "task": host.task.name, "task_low_dim_size": self.task.state_size()}
         return infos
 
     def upload(self, stream: Any) -> None:

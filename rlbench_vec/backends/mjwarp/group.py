@@ -45,7 +45,7 @@ DEMOS_ALTERNATIVE = (
     "observation layout; an episode reset with the same seed starts the same way), e.g. "
     "RLBenchVectorEnv(num_envs, task, backend='mujoco', ...).get_demos(amount)."
 )
-READABLE = ("variation", "config")  # what get_attr reads per env
+READABLE = ("variation", "config", "task")  # what get_attr reads per env
 
 
 class MjwarpGroup(EnvGroup):
@@ -227,6 +227,8 @@ class MjwarpGroup(EnvGroup):
             return int(self.sim.variations[local])
         if name == "config":
             return self.config
+        if name == "task":
+            return self.config.task
         if name == "__setattr__":
             raise AttributeError("the mjwarp backend's envs have no settable attributes: per-env choices go "
                                  "through reset(options={'env_options': [...]}) (e.g. {'variation': v}).")

@@ -4,6 +4,9 @@ backend_options:
   variation         the task variation of every reset: an int, or "random" to draw one per reset from
                     the reset's seed. Unset: variation 0, as an RLBench TaskEnvironment until
                     set_variation. reset(options={"variation": v}) sets it for one reset.
+  oracle (bool)     each step acts the task's waypoint oracle's next action for the episode (the action
+                    given is checked, then ignored): the upper bound `rlbench_vec.evaluate --policy oracle`
+                    scores. An oracle out of waypoints ends the episode (info["oracle_exhausted"]).
 
 Renderer: config.renderer, else $MUJOCO_GL, else "egl" where an NVIDIA GPU is visible and "osmesa"
 otherwise. egl and osmesa are headless; glfw needs an X display (the engine then starts Xvfb).
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -27,7 +30,7 @@ from .scene import offscreen_size
 from .tasks import TASKS, Task, find_task
 
 RENDERERS = ("egl", "osmesa", "glfw")
-OPTIONS = ("variation",)
+OPTIONS = ("variation", "oracle")
 MAX_OFFSCREEN = 16384  # GL_MAX_RENDERBUFFER_SIZE of Mesa's llvmpipe (GPUs allow at least as much)
 DEMO_ATTEMPTS = 10  # fresh episodes tried per demo before one is returned unsuccessful, like RLBench
 
@@ -85,7 +88,8 @@ def use_renderer(config: EnvConfig) -> None:
 
 
 def task_class(config: EnvConfig) -> type[Task]:
-    return find_task(config.task, config.backend if config.backend in ("mujoco", "mjwarp") else "mujoco")
+    """The declaration of config's task (a config of one task: see EnvConfig.for_task)."""
+    return find_task(config.one_task, config.backend if config.backend in ("mujoco", "mjwarp") else "mujoco")
 
 
 def _check_variation(task: type[Task], variation: Any, where: str, alternative: str = "") -> int:
@@ -130,6 +134,9 @@ class MujocoBackend(Backend):
             raise ConfigError(f"unknown mujoco backend_options {unknown}; allowed: {list(OPTIONS)}.")
         if "variation" in config.backend_options:
             check_variation_option(task, config.backend_options["variation"], cls.name)
+        if config.backend_options.get("oracle") and config.action_timing != "rlbench":
+            raise ConfigError("backend_options['oracle'] plans one action per waypoint, each run until it is done: "
+                              "it needs action_timing='rlbench'.")
         renderer = resolve_renderer(config)
         if renderer not in RENDERERS:
             source = "renderer" if config.renderer else "MUJOCO_GL"
@@ -162,27 +169,45 @@ class MujocoBackend(Backend):
     def make_group(cls, config: EnvConfig, instances: Sequence[int]) -> EnvGroup:
         return MujocoGroup(config, instances)
 
-    def __init__(self, config: EnvConfig, env_index: int, renderer: Any = None, envs: int = 1):
-        """renderer: shared with the worker's other envs (see MujocoGroup); envs: how many envs a
+    def __init__(self, config: EnvConfig, env_index: int, renderers: SharedRenderers | None = None, envs: int = 1):
+        """renderers: the worker's, shared with its other envs (see MujocoGroup); envs: how many envs a
         renderer made here draws per read-back."""
         self.config = config
-        self.task_class = task_class(config)
-        self.variation_count = self.task_class.variation_count
         self.rng = np.random.default_rng(env_index)
         use_renderer(config)
-        from .simulation import Simulation  # imports mujoco
-
-        self.sim = Simulation(config, renderer, envs)
+        self._own_renderers = renderers is None
+        self.renderers = SharedRenderers(envs) if renderers is None else renderers
+        self.sims: dict[str, Any] = {}  # per task this env ran: switching back to one costs nothing
         self.variation = 0
+        self.oracle: Iterator[np.ndarray] | None = None  # backend_options["oracle"]: the episode's oracle
+        self._start_task(config.task_of(env_index))
+
+    def _start_task(self, task: str) -> None:
+        """Make `task` this env's task: its simulation, made at its first use."""
+        self.task = task
+        self.task_class = find_task(task, self.name)
+        self.variation_count = self.task_class.variation_count
+        if task not in self.sims:
+            self.sims[task] = self.renderers.simulation(self.config.for_task(task))
+        self.sim = self.sims[task]
 
     def reset(self, seed: int | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        if options and options.get("task", self.task) != self.task:
+            self._start_task(options["task"])
         if seed is not None:
             self.rng = np.random.default_rng(seed)
         self.variation = choose_variation(self.task_class, self.config, options, self.rng)
         self.sim.reset(self.variation, self.rng)
-        return {"descriptions": self.sim.task.descriptions(self.variation), "variation_index": self.variation}
+        self.oracle = self.sim.oracle_actions() if self.config.backend_options.get("oracle") else None
+        return {"descriptions": self.sim.task.descriptions(self.variation), "variation_index": self.variation,
+                "task": self.task, "task_low_dim_size": self.task_class.state_size()}
 
     def step(self, action: np.ndarray) -> StepResult:
+        if self.oracle is not None:
+            planned = next(self.oracle, None)
+            if planned is None:
+                return StepResult(0.0, True, {"oracle_exhausted": True})
+            action = planned
         return self.sim.act(action)
 
     def write_observation(self, out: Mapping[str, np.ndarray]) -> None:
@@ -219,7 +244,7 @@ class MujocoBackend(Backend):
         for action in self.sim.oracle_actions():
             if len(actions) >= self.config.max_episode_steps:
                 break
-            result = self.step(action)
+            result = self.sim.act(action)
             actions.append(action)
             frames.append(self._observe(spec))
             if result.terminated:
@@ -235,34 +260,68 @@ class MujocoBackend(Backend):
         return frame
 
     def close(self) -> None:
-        self.sim.close()  # idempotent
+        for sim in self.sims.values():
+            sim.close()  # idempotent
+        if self._own_renderers:
+            self.renderers.close()
+
+
+class SharedRenderers:
+    """The renderers of a worker's envs, one per task (one GL context each): the envs of a task are drawn
+    into one offscreen buffer and read back with one call. A renderer serves the models of one task's scene
+    (its meshes, textures and body ids), and outlives an env's switch to another task. envs: how many envs
+    one read-back holds."""
+
+    def __init__(self, envs: int):
+        self.envs = envs
+        self.by_task: dict[str, Any] = {}
+
+    def simulation(self, config: EnvConfig) -> Any:
+        """A simulation of config.task drawn by the task's renderer (made with the task's first one)."""
+        from .simulation import Simulation  # imports mujoco
+
+        task = config.one_task
+        sim = Simulation(config, self.by_task.get(task), self.envs)
+        if task not in self.by_task:
+            self.by_task[task] = sim.give_renderer()
+        return sim
+
+    def close(self) -> None:
+        for renderer in self.by_task.values():
+            if renderer is not None:
+                renderer.close()
+        self.by_task.clear()
 
 
 class MujocoGroup(BackendGroup):
-    """The envs of one worker share one renderer (one GL context): a command's envs are drawn into
-    one offscreen buffer and read back with one call, instead of one context and read-back each."""
+    """The envs of one worker share a renderer per task (SharedRenderers): a command's envs of one task are
+    drawn into one offscreen buffer and read back with one call, instead of one context and read-back each."""
 
     def __init__(self, config: EnvConfig, instances: Sequence[int]):
         band = offscreen_size(len(config.cameras), config.width, config.height, config.modalities)[1]
-        envs = max(1, min(len(instances), MAX_OFFSCREEN // band))
-        shared: list[Any] = []
-
-        def make(index: int) -> MujocoBackend:
-            backend = MujocoBackend(config, index, shared[0] if shared else None, envs)
-            shared.append(backend.sim.renderer)
-            return backend
-
-        super().__init__(make, instances)
-        self.renderer = shared[0] if shared else None
+        self.renderers = SharedRenderers(max(1, min(len(instances), MAX_OFFSCREEN // band)))
+        try:
+            super().__init__(lambda index: MujocoBackend(config, index, self.renderers), instances)
+        except BaseException:
+            self.renderers.close()
+            raise
 
     def observe(self, local, views, slots):
         rows = [self.row(views, slot) for slot in slots.tolist()]
         sims = [self.backends[i].sim for i in local.tolist()]
+        draws: dict[int, tuple[Any, list]] = {}  # per renderer (per task), its envs
+        for sim, row in zip(sims, rows):
+            if sim.renderer is not None:
+                draws.setdefault(id(sim.renderer), (sim.renderer, []))[1].append((sim.model, sim.data, row))
         try:
-            if self.renderer is not None:
-                self.renderer.render([(sim.model, sim.data, row) for sim, row in zip(sims, rows)])
+            for renderer, items in draws.values():
+                renderer.render(items)
             for sim, row in zip(sims, rows):
                 sim.write_low_dim(row)
         except Exception as error:
             return {j: failure(error) for j in range(len(sims))}
         return {}
+
+    def close(self) -> None:
+        super().close()
+        self.renderers.close()

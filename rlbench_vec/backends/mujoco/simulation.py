@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 
 from ...config import EnvConfig
-from ..base import StepResult
+from ..base import StepResult, write_padded
 from .actions import ActionExecutor, InvalidAction
 from .geometry import wxyz_to_xyzw
 from .oracles import oracle_actions, reachable
@@ -47,7 +47,7 @@ class Simulation:
 
     def __init__(self, config: EnvConfig, renderer: CameraRenderer | None = None, envs: int = 1):
         self.config = config
-        self.task = find_task(config.task, config.backend)()
+        self.task = find_task(config.one_task, config.backend)()
         scene = Scene(offscreen_size(len(config.cameras), config.width, config.height, config.modalities, envs))
         self.task.build(scene)
         self.model = mujoco.MjModel.from_xml_string(scene.to_xml())
@@ -79,6 +79,11 @@ class Simulation:
                     f"{camera}_camera_near": lambda: float(CAMERA_NEAR),
                     f"{camera}_camera_far": lambda: float(CAMERA_FAR),
                 })
+
+    def give_renderer(self) -> CameraRenderer | None:
+        """Its renderer, to be shared with other simulations of the task: whoever takes it closes it."""
+        self._owns_renderer = False
+        return self.renderer
 
     def _make_renderer(self, envs: int = 1) -> CameraRenderer:
         c = self.config
@@ -171,7 +176,11 @@ class Simulation:
     def write_low_dim(self, out: Mapping[str, np.ndarray]) -> None:
         for key, array in out.items():
             read = self._low_dim.get(key)
-            if read is not None:
+            if read is None:
+                continue
+            if key == "task_low_dim_state":
+                write_padded(array, self.low_dim_state())
+            else:
                 array[...] = read()
 
     def render_rgb(self, camera: str) -> np.ndarray:

@@ -21,7 +21,7 @@ import numpy as np
 from ...config import DEFAULT_LOW_DIM, EnvConfig
 from ...errors import ConfigError
 from ...spec import observation_spec
-from ..base import Backend, Demo, StepResult
+from ..base import Backend, Demo, StepResult, write_padded
 from .demos import demo_actions
 from .options import DEFAULT_RESET_ATTEMPTS, TASK_STATE_SIZES, check_options, task_file, task_names, tasks_dir
 from .settings import action_mode, environment_options, observation_config
@@ -38,7 +38,7 @@ class RLBenchBackend(Backend):
 
     @classmethod
     def validate(cls, config: EnvConfig) -> None:
-        path = task_file(config.task)
+        path = task_file(config.one_task)
         check_options(config)
         if config.backend_options.get("shaped_rewards") and "def reward(" not in path.read_text():
             raise ConfigError(
@@ -78,7 +78,8 @@ class RLBenchBackend(Backend):
     def default_low_dim(cls, config: EnvConfig) -> tuple[str, ...]:
         """The usual fields, with task_low_dim_state only where its length is known up front."""
         try:
-            cls.task_state_size(config)
+            for task in config.tasks:
+                cls.task_state_size(config.for_task(task))
         except ConfigError:
             return tuple(name for name in DEFAULT_LOW_DIM if name != "task_low_dim_state")
         return DEFAULT_LOW_DIM
@@ -95,6 +96,8 @@ class RLBenchBackend(Backend):
 
         self.env = None
         self.config = config
+        self.task = config.task_of(env_index)
+        self.task_class_of = name_to_task_class
         self.options = config.backend_options
         self.layout = observation_spec(config)
         self.misc_keys = {key for key in self.layout if MISC_INFIX in key}
@@ -111,8 +114,15 @@ class RLBenchBackend(Backend):
             **environment_options(self.options),
         )
         self.env.launch()
-        self.task_env = self.env.get_task(name_to_task_class(config.task))
+        self._load_task(self.task)
+
+    def _load_task(self, task: str) -> None:
+        """Make `task` this env's task: RLBench's Environment.get_task loads it into the running scene."""
+        assert self.env is not None, "launched"
+        self.task_env = self.env.get_task(self.task_class_of(task))
+        self.task = task
         self.variation_count = int(self.task_env.variation_count())
+        self.descriptions = {}
         if self.options.get("variation") is not None:
             self._check_variation(self.options["variation"])
 
@@ -120,7 +130,7 @@ class RLBenchBackend(Backend):
     def _check_variation(self, variation: Any) -> int:
         count = self.variation_count
         if isinstance(variation, bool) or not isinstance(variation, (int, np.integer)) or not 0 <= variation < count:
-            raise ConfigError(f"variation {variation!r} does not exist: task {self.config.task!r} has {count} "
+            raise ConfigError(f"variation {variation!r} does not exist: task {self.task!r} has {count} "
                               f"(0..{count - 1}).")
         return int(variation)
 
@@ -140,10 +150,10 @@ class RLBenchBackend(Backend):
                 break
             except self.reset_error as error:
                 if attempt == attempts:
-                    error.add_note(f"rlbench_vec: reset of {self.config.task!r} failed {attempts} times in a row "
+                    error.add_note(f"rlbench_vec: reset of {self.task!r} failed {attempts} times in a row "
                                    "(backend_options['reset_attempts']).")
                     raise
-                log.warning("reset of %r failed (%s); retrying (%d/%d)", self.config.task, error, attempt, attempts)
+                log.warning("reset of %r failed (%s); retrying (%d/%d)", self.task, error, attempt, attempts)
         self.descriptions[self.variation] = list(descriptions)
 
     def _reset_to_stored_demo(self, episode: Any, variation: int | None) -> None:
@@ -162,13 +172,15 @@ class RLBenchBackend(Backend):
                                         from_episode_number=int(episode))
         if not demos:
             raise ConfigError(f"dataset_root {self.options['dataset_root']!r} holds no episode {episode} of variation "
-                              f"{variation} of task {self.config.task!r}.")
+                              f"{variation} of task {self.task!r}.")
         descriptions, self.obs = self.task_env.reset_to_demo(demos[0])
         self.variation = int(demos[0][0].misc["variation_index"])
         self.descriptions[self.variation] = list(descriptions)
 
     def reset(self, seed: int | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
         options = options or {}
+        if options.get("task", self.task) != self.task:
+            self._load_task(options["task"])
         if seed is not None:
             _seed_globals(seed)
         variation = options.get("variation", self.options.get("variation"))
@@ -177,7 +189,9 @@ class RLBenchBackend(Backend):
         else:
             self._choose_variation(variation)
             self._reset_task()
-        return {"variation_index": self.variation, "descriptions": self.descriptions[self.variation]}
+        state = getattr(self.obs, "task_low_dim_state", None)
+        return {"variation_index": self.variation, "descriptions": self.descriptions[self.variation],
+                "task": self.task, "task_low_dim_size": 0 if state is None else len(state)}
 
     def step(self, action: np.ndarray) -> StepResult:
         try:
@@ -199,9 +213,14 @@ class RLBenchBackend(Backend):
         array = np.asarray(value)
         if array.shape == shape:
             return array
+        shared = self.task != self.config.task or self.config.task_low_dim_size  # a layout for several tasks
+        if key == "task_low_dim_state" and array.size < shape[0] and shared:
+            padded = np.zeros(shape)
+            write_padded(padded, array)
+            return padded
         if key == "task_low_dim_state":
             raise ConfigError(
-                f"task {self.config.task!r} has a task_low_dim_state of length {array.size}, but the observation "
+                f"task {self.task!r} has a task_low_dim_state of length {array.size}, but the observation "
                 f"layout has {shape[0]}: pass backend_options={{'task_state_size': {array.size}}}."
             )
         raise RuntimeError(f"RLBench returned {key!r} with shape {array.shape}; the layout expects {shape}.")
@@ -249,12 +268,12 @@ class RLBenchBackend(Backend):
     def _stored_variations(self) -> list[int]:
         from rlbench.backend.const import EPISODES_FOLDER, VARIATIONS_FOLDER
 
-        task_root = Path(self.options["dataset_root"]) / self.config.task
+        task_root = Path(self.options["dataset_root"]) / self.task
         found = [v for v in range(self.variation_count)
                  if (task_root / (VARIATIONS_FOLDER % v) / EPISODES_FOLDER).is_dir()]
         if not found:
             raise ConfigError(
-                f"dataset_root holds no demos of task {self.config.task!r}: RLBench reads them from "
+                f"dataset_root holds no demos of task {self.task!r}: RLBench reads them from "
                 f"{task_root}/{VARIATIONS_FOLDER % 0}/{EPISODES_FOLDER}/... (its dataset generator's layout).")
         return found
 

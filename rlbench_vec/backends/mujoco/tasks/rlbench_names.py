@@ -2,6 +2,8 @@
 (slide_block_to_color_target, sweep_to_dustpan_of_size, place_wine_at_rack_location): a task named
 here that an embedded backend lacks gets an error pointing to backend="rlbench"."""
 
+from ....config import SUITES
+
 RLBENCH_TASKS = frozenset((
     "basketball_in_hoop", "beat_the_buzz", "block_pyramid", "change_channel", "change_clock", "close_box",
     "close_door", "close_drawer", "close_fridge", "close_grill", "close_jar", "close_laptop_lid", "close_microwave",
@@ -27,10 +29,5 @@ RLBENCH_TASKS = frozenset((
     "unplug_charger", "water_plants", "weighing_scales", "wipe_desk",
 ))
 
-# PerAct's 18 tasks (Shridhar et al., 2022), the set RLBench papers report on.
-PERACT_TASKS = (
-    "open_drawer", "slide_block_to_color_target", "sweep_to_dustpan_of_size", "meat_off_grill", "turn_tap",
-    "put_item_in_drawer", "close_jar", "reach_and_drag", "stack_blocks", "light_bulb_in", "put_money_in_safe",
-    "place_wine_at_rack_location", "put_groceries_in_cupboard", "place_shape_in_shape_sorter", "push_buttons",
-    "insert_onto_square_peg", "stack_cups", "place_cups",
-)
+# PerAct's 18 tasks (Shridhar et al., 2022), the set RLBench papers report on: the task suite "peract18".
+PERACT_TASKS = SUITES["peract18"]

@@ -1,0 +1,109 @@
+"""rlbench_vec.evaluate: the function and the command end to end on real backends at tiny image sizes: episodes'
+assignment independent of num_envs, the oracle's success, a policy from a file (invalid actions counted), resume,
+bad input in one line with nothing written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rlbench_vec.evaluate import EvaluateConfig, evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = {"cameras": ("front",), "image_size": (16, 16), "modalities": ("rgb",), "progress": False}
+AGENT = textwrap.dedent("""
+    import numpy as np
+
+    def make_agent(env):
+        size = env.single_action_space.shape[0]
+
+        class Agent:
+            resets = 0
+
+            def __call__(self, obs, info):
+                actions = np.zeros((len(info["env_id"]), size), np.float32)
+                actions[[task == "open_drawer" for task in info["task"]]] = np.nan  # ends those as invalid
+                return actions
+
+            def reset(self, env_ids):
+                Agent.resets += len(env_ids)
+
+        return Agent()
+""")
+
+
+def lines(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+
+
+def outcome(out: Path) -> list[tuple]:
+    return sorted((e["task"], e["episode"], e["variation"], e["seed"], e["success"], e["steps"]) for e in lines(out))
+
+
+def command(*args: str) -> subprocess.CompletedProcess:
+    environ = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "rlbench_vec.evaluate", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env=environ)
+
+
+def test_the_oracle_scores_the_same_episodes_at_one_env_and_at_three(tmp_path):
+    # push_button's task_low_dim_state is shorter than reach_target's: one env runs both, in this order
+    config = EvaluateConfig(policy="oracle", tasks=("push_button", "reach_target"), episodes=3, backend="mujoco",
+                            **SMALL)
+    one = evaluate(EvaluateConfig(**{**config.__dict__, "num_envs": 1, "out": str(tmp_path / "one")}))
+    three = evaluate(EvaluateConfig(**{**config.__dict__, "num_envs": 3, "out": str(tmp_path / "three")}))
+    assert outcome(tmp_path / "one") == outcome(tmp_path / "three")
+    assert [e["variation"] for e in lines(tmp_path / "one") if e["task"] == "push_button"] == [0, 1, 2]
+    for result in (one, three):
+        assert result["tasks"]["reach_target"]["success_rate"] == result["tasks"]["push_button"]["success_rate"] == 1
+        assert result["mean_success"] == 1 and result["finished"]
+    low, high = one["tasks"]["push_button"]["ci95"]
+    assert 0.4 < low < 0.5 and high == 1.0  # Wilson's interval of 3 out of 3
+    assert "| push_button | 100.0 |" in (tmp_path / "one" / "results.md").read_text()
+
+
+def test_a_policy_from_a_file_with_invalid_actions_counted_and_a_resume(tmp_path):
+    (tmp_path / "agent.py").write_text(AGENT)
+    out = tmp_path / "out"
+    args = ["--policy", f"{tmp_path / 'agent.py'}:make_agent", "--tasks", "reach_target", "open_drawer",
+            "--episodes", "4", "--num_envs", "2", "--backend", "synthetic", "--cameras", "front",
+            "--image_size", "16", "16", "--backend_options", '{"episode_length": 2}', "--max_steps", "5",
+            "--out", str(out)]  # progress as whole lines (stderr is no terminal)
+    done = command(*args)
+    assert done.returncode == 0, done.stderr
+    assert "| reach_target | 100.0 |" in done.stdout and "| open_drawer | 0.0 |" in done.stdout
+    assert "4 episodes ended as invalid actions" in done.stdout
+    result = json.loads((out / "results.json").read_text())
+    assert result["invalid_actions"] == 4 and result["policy"].endswith("agent.py:make_agent")
+    nan = "the policy returned NaN or inf"
+    assert all(e["invalid_action"] == nan for e in lines(out) if e["task"] == "open_drawer")
+    # a run stopped after 5 episodes, its last line cut: the rerun runs the 3 others and no episode twice
+    kept = (out / "episodes.jsonl").read_text().splitlines()[:5]
+    (out / "episodes.jsonl").write_text("\n".join(kept) + '\n{"task": "reach')
+    again = command(*args)
+    assert again.returncode == 0, again.stderr
+    assert "5 of 8 episodes are already there" in again.stderr
+    assert sorted((e["task"], e["episode"]) for e in lines(out)) == sorted(
+        (task, k) for task in ("reach_target", "open_drawer") for k in range(4))
+    changed = command(*[a if a != "4" else "5" for a in args])
+    assert changed.returncode == 2 and "other arguments" in changed.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--tasks", "reach_targte"], "unknown task 'reach_targte'.*'reach_target'"),
+    (["--policy", "missing_module_xyz:make"], "does not load: ModuleNotFoundError"),
+    (["--policy", "oracle", "--backend", "synthetic"], "oracle"),
+])
+def test_bad_input_says_what_in_one_line_and_writes_nothing(tmp_path, args, message):
+    import re
+
+    done = command("--out", str(tmp_path / "out"), "--backend", "mujoco", *args)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert re.search(message, done.stderr), done.stderr
+    assert not (tmp_path / "out").exists()
