@@ -168,6 +168,12 @@ def top_down_quat(yaw: float) -> np.ndarray:
     return mat_to_quat(yaw_rotation(yaw) @ np.diag([1.0, -1.0, -1.0]))
 
 
+def base_offset(yaw: float, offset) -> np.ndarray:
+    """An (x, y) offset in the frame of a task base turned by `yaw`, in world axes (z 0): where a part fixed
+    to the base lies from the base's origin."""
+    return yaw_rotation(yaw) @ np.array([offset[0], offset[1], 0.0])
+
+
 def body_yaw(quat: np.ndarray) -> float:
     """Yaw of a (w, x, y, z) rotation about z."""
     return 2 * math.atan2(quat[3], quat[0])

@@ -5,8 +5,9 @@ Success (as RLBench): nothing grasped and the lid detected by the region just ab
 Departures: jars are cylinders and the lid a flat square box set down on the jar (upstream detects
 the lid there, not that it is screwed on); the success region's size is ours (upstream's sensor lives in its
 binary scene file). State: lid xyz + quaternion xyzw, then the two jars' xyz (the chosen jar first).
-Placement yaw: jars without yaw, lid yaw ±π (upstream: the task's base ±0.6π);
-layouts the oracle cannot reach are drawn again."""
+Placement yaw: lid yaw ±π, jars round (upstream: the base ±0.6π, the lid fixed to it and round, the jars
+±π on it): every yaw a square lid can show, as wide as upstream's; the spawn area (ours, the table's) does
+not turn. Layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 

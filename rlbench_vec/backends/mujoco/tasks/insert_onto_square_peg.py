@@ -3,10 +3,10 @@ onto the spoke of the variation's colour (RLBench's 20 colours); the other two s
 
 Success (as RLBench): the ring detected around the chosen spoke (RLBench's four detectors round the spoke's
 foot become one box region there, detecting any part of the ring). Departures: the ring is a frame of four boxes,
-the spokes square pegs on a common bar placed at random (±11° yaw), the chosen spoke's place on the bar
-drawn per episode. State: ring xyz + quaternion xyzw, then the three spokes' xyz (the chosen one first).
-Placement yaw: spoke bar yaw ±0.2 rad, ring yaw ±π (upstream: base ±π);
-layouts the oracle cannot reach are drawn again."""
+the spokes square pegs on a common bar, the chosen spoke's place on the bar drawn per episode. State: ring
+xyz + quaternion xyzw, then the three spokes' xyz (the chosen one first).
+Placement yaw: the base (the spoke bar and the area the ring is drawn in beside it) ±π about its middle, as
+upstream's, and the ring ±π on it; layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from .base import (
     Task,
     Waypoint,
     World,
+    base_offset,
     body_position,
     body_quat,
     body_yaw,
@@ -41,6 +42,8 @@ class InsertOntoSquarePeg(Task):
     RING_OUTER, RING_BAR, RING_HALF_HEIGHT = 0.05, 0.01, 0.015  # half sizes: the hole is 8 cm wide
     SPOKE_HALF, SPOKE_HALF_HEIGHT = 0.012, 0.06
     SPACING = 0.12  # between spokes
+    BAR = (0.06, -0.14)  # the spoke bar's middle, base frame (from the base's middle)
+    RING_AREA = ((-0.12, 0.08), (0.0, 0.2))  # where the ring's centre is drawn, base frame
 
     def build(self, scene: Scene) -> None:
         spokes = [mocap_body(scene.worldbody, name) for name in SPOKES]
@@ -62,15 +65,14 @@ class InsertOntoSquarePeg(Task):
                 f"place the ring onto the {colour} spoke"]
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
-        yaw = rng.uniform(-0.2, 0.2)
-        centre = np.array([rng.uniform(0.2, 0.3), rng.uniform(-0.2, -0.05), TABLE_TOP_Z])
-        along = np.array([-math.sin(yaw), math.cos(yaw), 0.0])
+        yaw = rng.uniform(-math.pi, math.pi)
+        middle = np.array([rng.uniform(0.15, 0.22), rng.uniform(-0.05, 0.05), TABLE_TOP_Z])
         for name, slot, colour in zip(SPOKES, rng.permutation(3) - 1, pick_colours(rng, variation, 2)):
-            world.set_pose(name, centre + slot * self.SPACING * along, axis_angle_quat((0, 0, 1), yaw))
+            bar_place = np.array(self.BAR) + [0.0, slot * self.SPACING]
+            world.set_pose(name, middle + base_offset(yaw, bar_place), axis_angle_quat((0, 0, 1), yaw))
             world.set_colour(name, colour)
-        ring_xy = (rng.uniform(0.05, 0.2), rng.uniform(0.1, 0.25))
-        world.set_pose("ring", (*ring_xy, TABLE_TOP_Z + self.RING_HALF_HEIGHT),
-                       axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
+        ring = middle + base_offset(yaw, rng.uniform(*self.RING_AREA)) + [0, 0, self.RING_HALF_HEIGHT]
+        world.set_pose("ring", ring, axis_angle_quat((0, 0, 1), yaw + rng.uniform(-math.pi, math.pi)))
 
     def success(self, variation: int) -> DetectedCondition:
         return DetectedCondition("ring", "success")

@@ -5,8 +5,9 @@ Success (as RLBench): nothing grasped and the chosen bulb detected by the lamp's
 Departures: bulbs are small boxes resting on cylindrical holders, the lamp a cylinder with a socket cup;
 the bulb is set into the socket, not screwed in. State: the two bulbs' xyz (the chosen one first), the
 lamp's xyz.
-Placement yaw: holders and lamp without yaw, bulbs ±π (upstream: base ±π);
-layouts the oracle cannot reach are drawn again."""
+Placement yaw: bulbs ±π, holders and lamp round (upstream: base ±π, holders ±π on it): as wide as
+upstream's; the spawn area (ours, the table's) does not turn. Layouts the oracle cannot reach are drawn
+again."""
 
 from __future__ import annotations
 

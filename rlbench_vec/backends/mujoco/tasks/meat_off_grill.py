@@ -2,11 +2,11 @@
 variation, 2) off the grill and set it down beside it.
 
 Success (as RLBench): nothing grasped and the chosen piece detected by the region beside the grill.
-Departures: the grill is a dark box, the chicken and steak flat boxes of their colours lying on it; the
-assembly is placed at random with ±11° yaw, the region at a fixed offset to the grill's left (as the robot
-sees it). State: chicken xyz + quaternion xyzw, steak xyz + quaternion xyzw, the region's xyz.
-Placement yaw: grill yaw ±0.2 rad (upstream: base ±π);
-layouts the oracle cannot reach are drawn again."""
+Departures: the grill is a dark box, the chicken and steak flat boxes of their colours lying on it (each
+turned up to ±0.2 rad on it), the region at a fixed offset to the grill's side. State: chicken xyz +
+quaternion xyzw, steak xyz + quaternion xyzw, the region's xyz.
+Placement yaw: the assembly (grill, meat, region) turned ±π about its middle, as upstream's base; layouts
+the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from .base import (
     Task,
     Waypoint,
     World,
+    base_offset,
     body_position,
     body_quat,
     body_yaw,
@@ -58,12 +59,12 @@ class MeatOffGrill(Task):
                 f"remove the {meat} from the grill and set it down to the side"]
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
-        yaw = rng.uniform(-0.2, 0.2)
-        centre = np.array([rng.uniform(0.12, 0.22), rng.uniform(-0.2, -0.1), TABLE_TOP_Z])
-        world.set_pose("grill", centre, axis_angle_quat((0, 0, 1), yaw))
-        across = np.array([-math.sin(yaw), math.cos(yaw), 0.0])
+        yaw = rng.uniform(-math.pi, math.pi)
+        middle = np.array([rng.uniform(0.1, 0.2), rng.uniform(-0.1, 0.1), TABLE_TOP_Z])
+        grill = middle - base_offset(yaw, np.array(self.SIDE) / 2)  # the assembly turns about its middle
+        world.set_pose("grill", grill, axis_angle_quat((0, 0, 1), yaw))
         for (name, _), y in zip(MEAT, self.MEAT_Y):
-            position = centre + y * across + [0, 0, 2 * self.GRILL_HALF[2] + self.MEAT_HALF[2]]
+            position = grill + base_offset(yaw, (0, y)) + [0, 0, 2 * self.GRILL_HALF[2] + self.MEAT_HALF[2]]
             world.set_pose(name, position, axis_angle_quat((0, 0, 1), yaw + rng.uniform(-0.2, 0.2)))
 
     def success(self, variation: int) -> ConditionSet:

@@ -1,11 +1,11 @@
 """open_drawer (RLBench: rlbench/tasks/open_drawer.py): open the bottom, middle or top drawer (the
-variation, 3) of a cabinet placed at random (±14° yaw).
+variation, 3) of a cabinet placed at random (±22.5° yaw, upstream's base bounds).
 
 Success (as RLBench): the chosen drawer's joint moved more than 0.15 m. State: the chosen drawer's
 handle xyz, then the three drawers' openings (metres). The handles sit at different heights and
 sideways offsets (bottom right, middle centre, top left as the robot sees them), so a hand on one
 handle clears the others.
-Placement yaw: cabinet yaw ±0.25 rad (upstream ±π/8);
+Placement yaw: cabinet yaw ±π/8 (as upstream's base_rotation_bounds);
 layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ class OpenDrawer(Task):
     HANDLE_OFFSETS = (-0.1, 0.0, 0.1)  # sideways, per drawer
     HANDLE_HALF_LENGTH = 0.04
     TRAVEL = 0.25
+    YAW_BOUND = math.pi / 8  # upstream's base_rotation_bounds
 
     def build(self, scene: Scene) -> None:
         wood, front = (0.55, 0.38, 0.25, 1.0), (0.82, 0.7, 0.55, 1.0)
@@ -70,7 +71,7 @@ class OpenDrawer(Task):
                 f"slide the {option} drawer open"]
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
-        yaw = rng.uniform(-0.25, 0.25)
+        yaw = rng.uniform(-self.YAW_BOUND, self.YAW_BOUND)
         centre = (rng.uniform(0.48, 0.56), rng.uniform(-0.12, 0.12), TABLE_TOP_Z)
         world.set_pose("cabinet", centre, axis_angle_quat((0, 0, 1), yaw))
         for option in OPTIONS:

@@ -3,8 +3,9 @@ and lift it into the target sphere; two distractor blocks. 20 variations (RLBenc
 
 Success (as RLBench): the block grasped and detected by the target's region (any part of it within 5 cm
 of the target's centre). State: block xyz + quaternion xyzw, target xyz, the distractor blocks' xyz.
-Placement yaw: blocks yaw ±π, no base rotation (upstream: base ±π, blocks ±π);
-layouts the oracle cannot reach are drawn again."""
+Placement yaw: blocks ±π, the region a sphere (upstream: base ±π, blocks ±π on it, the detector without
+yaw of its own): as wide as upstream's; the spawn area (ours, the table's) does not turn. Layouts the oracle
+cannot reach are drawn again."""
 
 from __future__ import annotations
 

@@ -4,8 +4,9 @@
 Success (as RLBench): the cup grasped and no longer detected by the region where it stood (RLBench's
 negated DetectedCondition). Departures: the cups are solid cylinders. State: the two cups' xyz (the chosen
 one first).
-Placement yaw: cups without yaw (round), no base rotation (upstream: base ±π);
-layouts the oracle cannot reach are drawn again."""
+Placement yaw: none, the cups being round (upstream: base ±π, the cups and detector ±π on it): nothing
+a yaw would change; the spawn area (ours, the table's) does not turn. Layouts the oracle cannot reach are
+drawn again."""
 
 from __future__ import annotations
 

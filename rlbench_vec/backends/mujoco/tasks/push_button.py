@@ -5,10 +5,11 @@ Success (as RLBench): an ordered ConditionSet of one JointCondition, the plunger
 the red plate turns green once pressed, until the episode ends. Departures: push_buttons' button (a box
 with a spring-loaded cylindrical plunger, the plate). State: the button's xyz, then its plunger's
 position (metres).
-Placement yaw: no yaw (upstream: base ±π);
-layouts the oracle cannot reach are drawn again."""
+Placement yaw: the button ±π, as upstream's base; layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -35,7 +36,7 @@ class PushButton(PushButtons):
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
         position = (*rng.uniform(SPAWN_LOW, SPAWN_HIGH), TABLE_TOP_Z)
-        self.reset_button(world, BUTTON, position, BUTTON_COLORS[variation][1])
+        self.reset_button(world, BUTTON, position, BUTTON_COLORS[variation][1], rng.uniform(-math.pi, math.pi))
 
     def success(self, variation: int) -> ConditionSet:
         return ConditionSet([self.pressed(BUTTON)], order_matters=True)

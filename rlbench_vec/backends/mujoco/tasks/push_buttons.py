@@ -7,7 +7,8 @@ than 1 mm (stepjam's RLBench: 3 mm), in the described order (a button may spring
 RLBench, a button's red plate turns green once it is pressed, until the episode ends. Departures: buttons
 are boxes with a cylindrical plunger (the plate) on a spring. State: the three buttons' xyz, then their
 plungers' positions (metres, negative when pressed).
-Placement yaw: no base rotation, buttons without yaw (upstream: base ±π, buttons ±π);
+Placement yaw: each button ±π (upstream: base ±π and each button ±π on it, which comes to the same
+button yaws; its spawn area turning with the base is not modelled: ours is the table's spawn area);
 layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from ..scene import ARTICULATED, SCENERY, SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, Scene, fmt, geom
+from ..scene import ARTICULATED, SCENERY, SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, Scene, axis_angle_quat, fmt, geom
 from .base import Indicator, Task, Waypoint, World, body_position, joint_position, sample_apart, top_down_quat
 from .conditions import ConditionSet, JointCondition
 from .objects import mocap_body
@@ -68,9 +69,10 @@ class PushButtons(Task):
         geom(plunger, "cylinder", (*PLATE_RED, 1), ARTICULATED, name=f"{name}_plate",
              size=(self.PLUNGER_RADIUS, self.PLUNGER_HALF), mass="0.02")
 
-    def reset_button(self, world: World, name: str, position, colour) -> None:
-        """Button `name` at `position` (its base on the table), base colour `colour`, plunger up, plate red."""
-        world.set_pose(name, position)
+    def reset_button(self, world: World, name: str, position, colour, yaw: float) -> None:
+        """Button `name` at `position` (its base on the table) turned `yaw`, base colour `colour`, plunger up,
+        plate red."""
+        world.set_pose(name, position, axis_angle_quat((0, 0, 1), yaw))
         world.set_colour(name, colour)
         world.set_colour(f"{name}_plate", PLATE_RED)
         world.set_joint(name, 0.0)
@@ -93,7 +95,8 @@ class PushButtons(Task):
         others = rng.choice(spare, size=MAX_TARGET_BUTTONS - count, replace=False)
         positions = sample_apart(rng, MAX_TARGET_BUTTONS, SPAWN_LOW, SPAWN_HIGH, min_distance=0.12)
         for name, xy, colour in zip(BUTTONS, positions, [*colours[:count], *others]):
-            self.reset_button(world, name, (*xy, TABLE_TOP_Z), BUTTON_COLORS[colour][1])
+            self.reset_button(world, name, (*xy, TABLE_TOP_Z), BUTTON_COLORS[colour][1],
+                              rng.uniform(-math.pi, math.pi))
 
     def success(self, variation: int) -> ConditionSet:
         _, count = plan(variation)

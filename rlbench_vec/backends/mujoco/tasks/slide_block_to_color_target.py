@@ -5,10 +5,10 @@ the block onto the square of the variation's colour, one of four around it (gree
 Success (as RLBench): the block detected by the chosen square's region (a box over the square; any part of the
 block inside it).
 Departures: the squares sit at fixed offsets around the block's start (ahead, left, behind, right of
-it as the robot sees them), the assembly placed at random with ±17° yaw. State: block xyz +
+it in the assembly's frame), the block turned up to ±0.2 rad from the assembly. State: block xyz +
 quaternion xyzw, then the four squares' xyz.
-Placement yaw: squares' yaw ±0.3 rad (upstream: base ±π);
-layouts the oracle cannot reach are drawn again."""
+Placement yaw: the assembly (squares and block) ±π, as upstream's base, so a push may go any way, also
+towards the robot; layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ class SlideBlockToColorTarget(Task):
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
         centre = np.array([rng.uniform(0.12, 0.22), rng.uniform(-0.08, 0.08), TABLE_TOP_Z])
-        yaw = rng.uniform(-0.3, 0.3)
+        yaw = rng.uniform(-np.pi, np.pi)
         world.set_pose("targets", centre, axis_angle_quat((0, 0, 1), yaw))
         block_yaw = yaw + rng.uniform(-0.2, 0.2)
         world.set_pose("block", centre + [0, 0, self.HALF], axis_angle_quat((0, 0, 1), block_yaw))

@@ -7,7 +7,8 @@ Success (as RLBench): `count` of the four target blocks detected by the region o
 (RLBench's DetectedSeveralCondition, written here as OrConditions over every choice of `count` blocks)
 and nothing grasped. Departures: the blocks are 5 cm cubes and the plane a flat square. State: the eight
 blocks' xyz (targets first), then the plane's xyz.
-Placement yaw: blocks yaw ±π, plane without yaw (upstream: base ±π, blocks ±π);
+Placement yaw: the plane (with its region) ±π, as upstream's base, blocks ±π (upstream: ±π in boundaries
+on the base; the boundaries turning with the base is not modelled: ours is the table's spawn area);
 layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ class StackBlocks(Task):
             world.set_pose(name, (*xy, TABLE_TOP_Z + self.HALF),
                            axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
             world.set_colour(name, colour)
-        world.set_pose("plane", (*positions[-1], TABLE_TOP_Z))
+        plane_yaw = rng.uniform(-math.pi, math.pi)
+        world.set_pose("plane", (*positions[-1], TABLE_TOP_Z), axis_angle_quat((0, 0, 1), plane_yaw))
 
     def success(self, variation: int) -> ConditionSet:
         _, count = self.plan(variation)

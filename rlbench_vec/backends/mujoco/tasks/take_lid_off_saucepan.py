@@ -4,8 +4,8 @@ by its knob (1 variation).
 Success (as RLBench): the lid grasped and detected by the region above the pan. Departures: the pan is
 a cylinder, the lid a flat cylinder with a box knob; the pan is placed at random with any yaw. State: lid
 xyz + quaternion xyzw, then the pan's xyz.
-Placement yaw: lid yaw ±π, pan round (upstream: base ±π);
-layouts the oracle cannot reach are drawn again."""
+Placement yaw: the lid (with its knob) ±π, the pan round: upstream's base ±π. Layouts the oracle cannot
+reach are drawn again."""
 
 from __future__ import annotations
 

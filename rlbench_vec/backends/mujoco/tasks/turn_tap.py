@@ -2,10 +2,12 @@
 2) of a faucet.
 
 Success (as RLBench): the chosen tap's joint turned more than 1.57 rad from where the episode started it.
-Departures: the faucet is a box with two taps, each a lever on a vertical hinge, placed at random (±11°
-yaw). State: the two levers' xyz, then the two taps' angles (rad).
-Placement yaw: faucet yaw ±0.2 rad, the left tap always on the robot's left (upstream: base ±π);
-layouts the oracle cannot reach are drawn again."""
+Departures: the faucet is a box with two taps, each a lever on a vertical hinge. State: the two levers'
+xyz, then the two taps' angles (rad).
+Placement yaw: faucet yaw ±π, as upstream's base (the left tap is the faucet's left, so it can be on either
+side of the robot); layouts the oracle cannot reach are drawn again. The oracle grasps the lever across,
+a gripper yaw that repeats every half turn: it takes the one whose turn sweeps the middle of the wrist's
+range where the lever stands."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from ..scene import ARTICULATED, SCENERY, TABLE_TOP_Z, Scene, axis_angle_quat, fmt, geom
+from ..scene import ARTICULATED, ROBOT_BASE, SCENERY, TABLE_TOP_Z, Scene, axis_angle_quat, fmt, geom
 from .base import Task, Waypoint, World, body_yaw, geom_position, joint_position, top_down_quat
 from .conditions import JointCondition
 from .objects import mocap_body
@@ -32,7 +34,10 @@ class TurnTap(Task):
     TAP_Y = (0.09, -0.09)  # left, right (as the robot sees them), faucet frame
     LEVER_HALF = (0.05, 0.011, 0.011)
     LEVER_Z = 0.13  # above the table
-    START_YAW = -0.95  # the levers' yaw at joint 0, the episode's start (plus the faucet's), within the wrist's reach
+    START_YAW = -0.95  # the levers' yaw at joint 0 (plus the faucet's)
+    # The top-down gripper's yaw at which the wrist (joint 7) is mid-range, less the lever's azimuth from the
+    # robot base, then half the turn back: the grasp yaw whose turn is centred in the wrist's range.
+    WRIST_MIDDLE = math.pi / 4 - TURN / 2
 
     def build(self, scene: Scene) -> None:
         faucet = mocap_body(scene.worldbody, "faucet")
@@ -54,7 +59,7 @@ class TurnTap(Task):
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
         centre = (rng.uniform(0.15, 0.25), rng.uniform(-0.1, 0.1), TABLE_TOP_Z)
-        world.set_pose("faucet", centre, axis_angle_quat((0, 0, 1), rng.uniform(-0.2, 0.2)))
+        world.set_pose("faucet", centre, axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
         for option in OPTIONS:
             world.set_joint(f"tap_{option}", 0.0)
 
@@ -66,8 +71,10 @@ class TurnTap(Task):
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         lever = world.geom_position(f"lever_{OPTIONS[variation]}")
-        # fingers close across the lever: the gripper's yaw is the lever's
-        start = body_yaw(world.quat("faucet")) + self.START_YAW
+        # fingers close across the lever: the gripper's yaw is the lever's, or half a turn on
+        lever_yaw = body_yaw(world.quat("faucet")) + self.START_YAW
+        middle = math.atan2(lever[1] - ROBOT_BASE[1], lever[0] - ROBOT_BASE[0]) + self.WRIST_MIDDLE
+        start = lever_yaw + math.pi * round((middle - lever_yaw) / math.pi)
         steps = math.ceil(self.TURN / self.TURN_STEP)
         turn = [Waypoint(lever, top_down_quat(start + self.TURN * i / steps), False, straight=True)
                 for i in range(1, steps + 1)]
