@@ -6,7 +6,7 @@ capture_boot_output()  # in a spawned worker only: its start-up output goes wher
 
 from .backends import list_tasks  # noqa: E402
 from .backends.base import Demo  # noqa: E402
-from .config import CAMERAS, MODALITIES, SUITES, EnvConfig, VectorConfig, VideoConfig  # noqa: E402
+from .config import CAMERAS, MODALITIES, EnvConfig, VectorConfig, VideoConfig  # noqa: E402
 from .errors import (  # noqa: E402
     ActionError,
     BackendUnavailableError,
@@ -20,6 +20,7 @@ from .errors import (  # noqa: E402
     WorkerStartError,
 )
 from .gym_env import RLBenchEnv, make_env  # noqa: E402
+from .task_names import SUITES  # noqa: E402
 from .vector_env import RLBenchVectorEnv  # noqa: E402
 
 __version__ = "0.2.0"

@@ -139,6 +139,13 @@ def action_bounds(config: EnvConfig) -> tuple[np.ndarray, np.ndarray]:
     return low, high
 
 
+def observation_box(spec: ArraySpec) -> gym.spaces.Box:
+    """One observation key's space: images in [0, 255], every other array unbounded."""
+    if spec.dtype == np.uint8:
+        return gym.spaces.Box(0, 255, spec.shape, np.uint8)
+    return gym.spaces.Box(-np.inf, np.inf, spec.shape, spec.dtype)
+
+
 class ActionSpace(gym.spaces.Box):
     """The actions of one env, or of a batch of envs (leading dimensions), as a Box whose samples are
     valid actions: in the pose modes each sample's quaternion is normalised to unit length (RLBench

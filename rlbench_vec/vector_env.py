@@ -33,41 +33,16 @@ from .engine.calls import Calls, in_env_order, public, raise_first
 from .engine.envtable import IDLE
 from .engine.output import Output
 from .engine.plan import make_plan
-from .engine.pool import Pool
+from .engine.pool import Pool, Resources
 from .engine.results import Batch
 from .errors import ActionError, ClosedError, ConfigError, ResetNeeded, WorkerError
-from .spec import ArraySpec, action_size, action_space, batched_observations
+from .spec import action_size, action_space, batched_observations, observation_box
 from .wire import shm
 from .wire.process import bootstrapping
 from .wire.protocol import OBSERVE, RESULT
 
 AUTORESET = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP,
              "disabled": AutoresetMode.DISABLED}
-
-
-def _space(spec: ArraySpec) -> gym.spaces.Box:
-    if spec.dtype == np.uint8:
-        return gym.spaces.Box(0, 255, spec.shape, np.uint8)
-    return gym.spaces.Box(-np.inf, np.inf, spec.shape, spec.dtype)
-
-
-class _Resources:
-    """What must be released even if the env object is never closed (finalizer target)."""
-
-    def __init__(self) -> None:
-        self.pool: Pool | None = None
-        self.buffers: shm.SharedBuffers | None = None
-        self.sigint = interrupts.install()  # whether this env counts as a user of its SIGINT handler
-
-    def release(self) -> None:
-        try:
-            if self.pool is not None:
-                self.pool.close()
-        finally:  # even if a Ctrl-C cut the workers' close short (they die with this process)
-            if self.buffers is not None:
-                self.buffers.unlink()
-                self.buffers = None
-            interrupts.uninstall(self.sigint)
 
 
 @interrupts.hold_in_public_methods
@@ -112,7 +87,7 @@ class RLBenchVectorEnv(VectorEnv):
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         n = self.num_envs = vc.num_envs
         self._action_size = action_size(config)
-        self.single_observation_space = gym.spaces.Dict({k: _space(s) for k, s in layout.items()})
+        self.single_observation_space = gym.spaces.Dict({k: observation_box(s) for k, s in layout.items()})
         self.observation_space = batched_observations(self.single_observation_space, n)
         self.single_action_space = action_space(config)  # its samples are valid actions
         self.action_space = self.single_action_space.batched(n)
@@ -120,7 +95,7 @@ class RLBenchVectorEnv(VectorEnv):
         shm.sweep_stale_segments()
         sweep_stale_displays()
 
-        self._resources = _Resources()
+        self._resources = Resources()
         self._finalizer = weakref.finalize(self, self._resources.release)
         try:
             buffers = self._resources.buffers = shm.SharedBuffers.create(plan.block)
@@ -269,33 +244,21 @@ class RLBenchVectorEnv(VectorEnv):
 
     def send_reset(self, env_ids: Any = None, seeds: Sequence[int | None] | None = None,
                    options: dict[str, Any] | None = None) -> None:
-        """Start new episodes for env_ids (all by default) while other envs may still be stepping
-        (send/recv): their first observations come back with recv(), in the order they finish, like steps'
-        (reward 0, not terminated, info with the reset's). seeds: one per env of env_ids (None: each env
-        goes on with its random stream); options as reset()'s, options["env_options"] one dict per env of
-        env_ids. With autoreset_mode="disabled" this is how an evaluation starts an env's next episode
-        without waiting for the others."""
+        """Start new episodes for env_ids (all by default) while other envs may still be stepping (send/recv):
+        their first observations come back with recv(), in the order they finish, like steps' (reward 0, not
+        terminated, info with the reset's). seeds: one per env of env_ids (None: each env goes on with its
+        random stream); options as reset()'s, options["env_options"] one dict per env of env_ids. With
+        autoreset_mode="disabled", how an evaluation starts an env's next episode without waiting for others."""
         self._check_open()
         ids = checks.env_ids(env_ids, self.num_envs)
         if self._sync:
             raise ConfigError("a full batch from step_async() is in flight: step_wait() it before send_reset().")
-        if isinstance(seeds, (int, np.integer)):
-            raise ConfigError(f"send_reset takes one seed per env of env_ids (a list), got {seeds!r}.")
-        if options is not None and "reset_mask" in options:
-            raise ConfigError("send_reset resets the envs of env_ids: leave reset_mask out of its options.")
         self._check_idle(ids, "send_reset()")
-        picked = checks.reset_seeds(list(seeds) if seeds is not None else [None] * len(ids), len(ids))
-        own, _ = checks.reset_options(options, len(ids), self.vector_config.autoreset_mode)
-        n = self.num_envs
-        all_seeds: list[int | None] = [None] * n
-        all_options: list[dict | None] = [None] * n
-        for j, env in enumerate(ids.tolist()):
-            all_seeds[env], all_options[env] = picked[j], own[j]
-        mask = np.zeros(n, bool)
-        mask[ids] = True
-        all_options, tasks = checks.reset_tasks(all_options, mask, self._tasks, self.env_config,
-                                                self.vector_config, self._state_size)
-        self._pool.reset(ids, all_seeds, all_options, [RESULT] * n, ordered=False)
+        mode = self.vector_config.autoreset_mode
+        every_seed, options_of, mask = checks.partial_reset(ids, seeds, options, self.num_envs, mode)
+        options_of, tasks = checks.reset_tasks(options_of, mask, self._tasks, self.env_config, self.vector_config,
+                                               self._state_size)
+        self._pool.reset(ids, every_seed, options_of, [RESULT] * self.num_envs, ordered=False)
         self._tasks = tasks
         self._chunked[ids], self._sync = False, False
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from ..config import SUITES, resolve_backend
+from ..config import resolve_backend
 from ..errors import ConfigError
+from ..task_names import SUITES
 
 _MODULES = {
     "rlbench": "rlbench_vec.backends.rlbench.backend",

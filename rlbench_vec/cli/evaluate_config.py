@@ -10,10 +10,11 @@ from typing import Any
 
 from ..backends import backend_class
 from ..backends.mujoco.backend import task_class
-from ..config import CAMERAS, SUITES, EnvConfig, close_matches, env_tasks, integer, resolve_backend, task_list
+from ..config import CAMERAS, EnvConfig, close_matches, integer, resolve_backend
 from ..datasets.writers import Episode
 from ..errors import ConfigError
 from ..spec import task_state_size
+from ..task_names import SUITES, env_tasks, task_list
 from .collect import job_seed
 from .runs import command_line
 

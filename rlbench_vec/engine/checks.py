@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 
 from ..backends import backend_class
-from ..config import EnvConfig, VectorConfig, integer, snake_case
+from ..config import EnvConfig, VectorConfig, integer
 from ..distributed import rank_seed
 from ..errors import ActionError, ConfigError
 from ..spec import task_state_size
+from ..task_names import snake_case
 from ..wire.protocol import dumps
 
 
@@ -97,6 +98,25 @@ def reset_options(options: dict[str, Any] | None, num_envs: int,
     merged = [({**shared, **(own[i] or {})} if own is not None else shared) or None for i in range(num_envs)]
     pickled(merged, "reset options")
     return merged, mask
+
+
+def partial_reset(ids: np.ndarray, seeds: Any, options: dict[str, Any] | None, num_envs: int,
+                  autoreset_mode: str) -> tuple[list[int | None], list[dict | None], np.ndarray]:
+    """send_reset's arguments for the envs `ids` as every env's: seeds and options (None for the others), and
+    the mask of the envs reset."""
+    if isinstance(seeds, (int, np.integer)):
+        raise ConfigError(f"send_reset takes one seed per env of env_ids (a list), got {seeds!r}.")
+    if options is not None and "reset_mask" in options:
+        raise ConfigError("send_reset resets the envs of env_ids: leave reset_mask out of its options.")
+    picked = reset_seeds(list(seeds) if seeds is not None else [None] * len(ids), len(ids))
+    own, _ = reset_options(options, len(ids), autoreset_mode)
+    all_seeds: list[int | None] = [None] * num_envs
+    all_options: list[dict | None] = [None] * num_envs
+    for j, env in enumerate(ids.tolist()):
+        all_seeds[env], all_options[env] = picked[j], own[j]
+    mask = np.zeros(num_envs, bool)
+    mask[ids] = True
+    return all_seeds, all_options, mask
 
 
 def reset_tasks(options: list[dict | None], mask: np.ndarray, tasks: list[str], config: EnvConfig,

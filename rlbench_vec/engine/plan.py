@@ -14,10 +14,11 @@ import numpy as np
 
 from ..backends import backend_class
 from ..backends.base import Backend
-from ..config import EnvConfig, VectorConfig, env_tasks
+from ..config import EnvConfig, VectorConfig
 from ..display import check_display
 from ..errors import ConfigError
 from ..spec import ArraySpec, action_size, low_dim_fields, observation_spec
+from ..task_names import env_tasks
 from ..wire import shm
 
 FDS_PER_WORKER = 4  # its two pipes, process sentinel, and one while it is spawned

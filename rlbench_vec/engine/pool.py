@@ -28,6 +28,7 @@ from ..distributed import worker_cpus
 from ..errors import WorkerError
 from ..wire.protocol import AUTORESET, CALL, ERROR, HAS_PAYLOAD, RESET, RESTARTED, STEP
 from ..wire.shm import SHM_DIR, SharedBuffers, segment_name
+from . import interrupts
 from .commands import Commands
 from .envtable import EnvTable
 from .handles import CLOSE_TIMEOUT_S, WorkerHandle, Workers
@@ -253,3 +254,22 @@ class Pool:
     def worker_of(self, env: int) -> WorkerHandle:
         return self.workers.of_instance[int(self.table.env_inst[env])]
 
+
+class Resources:
+    """What a vector env must release even if it is never closed (its finalizer's target): the pool, the
+    shared block, and its use of the SIGINT handler."""
+
+    def __init__(self) -> None:
+        self.pool: Pool | None = None
+        self.buffers: SharedBuffers | None = None
+        self.sigint = interrupts.install()  # whether this env counts as a user of its SIGINT handler
+
+    def release(self) -> None:
+        try:
+            if self.pool is not None:
+                self.pool.close()
+        finally:  # even if a Ctrl-C cut the workers' close short (they die with this process)
+            if self.buffers is not None:
+                self.buffers.unlink()
+                self.buffers = None
+            interrupts.uninstall(self.sigint)

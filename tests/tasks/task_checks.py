@@ -23,9 +23,10 @@ import pytest
 from rlbench_vec import list_tasks
 from rlbench_vec.backends.mujoco import BACKEND
 from rlbench_vec.backends.mujoco.backend import choose_variation, task_class, use_renderer
-from rlbench_vec.config import EnvConfig, camel_case
+from rlbench_vec.config import EnvConfig
 from rlbench_vec.errors import ConfigError
 from rlbench_vec.spec import observation_spec
+from rlbench_vec.task_names import camel_case
 
 LOW_DIM = ("joint_positions", "gripper_pose", "task_low_dim_state")
 MJWARP = all(importlib.util.find_spec(name) for name in ("warp", "mujoco_warp", "torch"))

@@ -2,7 +2,7 @@
 (slide_block_to_color_target, sweep_to_dustpan_of_size, place_wine_at_rack_location): a task named
 here that an embedded backend lacks gets an error pointing to backend="rlbench"."""
 
-from ....config import SUITES
+from ....task_names import SUITES
 
 RLBENCH_TASKS = frozenset((
     "basketball_in_hoop", "beat_the_buzz", "block_pyramid", "change_channel", "change_clock", "close_box",
