@@ -1,5 +1,5 @@
 """The checks every embedded task passes; each tests/tasks/test_<task>.py calls them with its task's
-facts (RLBench's variation count, the first description of variation 0). Joint-velocity actions.
+facts (RLBench's variation count, upstream's descriptions quoted from its task file). Joint-velocity actions.
 
 On mujoco (in this process, no cameras): the name resolves in both spellings, the variation count,
 descriptions, reset, a few steps, an oracle demo that succeeds for one seed, and the variation past the
@@ -19,6 +19,7 @@ import pytest
 from rlbench_vec import list_tasks
 from rlbench_vec.backends.mujoco import BACKEND
 from rlbench_vec.backends.mujoco.backend import choose_variation, task_class, use_renderer
+from rlbench_vec.backends.mujoco.tasks import find_task
 from rlbench_vec.config import EnvConfig, camel_case
 from rlbench_vec.errors import ConfigError
 from rlbench_vec.spec import observation_spec
@@ -32,7 +33,15 @@ def config(task: str, **kwargs) -> EnvConfig:
                         "arm_mode": "joint_velocity", **kwargs}).validated()
 
 
-def check_mujoco(task: str, variations: int, first_description: str, oracle_seed: int = 0) -> None:
+def check_descriptions(task: str, upstream: dict[int, list[str]]) -> None:
+    """The task's descriptions of each variation are upstream's `init_episode` return value, word for word."""
+    declared = find_task(task)()
+    for variation, strings in upstream.items():
+        assert declared.descriptions(variation) == strings, f"{task}, variation {variation}"
+
+
+def check_mujoco(task: str, variations: int, descriptions: list[str], oracle_seed: int = 0) -> None:
+    """`descriptions`: variation 0's, which reset must return."""
     assert task in list_tasks("mujoco") and task in list_tasks("mjwarp")
     assert config(camel_case(task)).task == task
     cfg = config(task)
@@ -43,7 +52,7 @@ def check_mujoco(task: str, variations: int, first_description: str, oracle_seed
     backend = BACKEND(cfg, 0)
     try:
         info = backend.reset(0, {"variation": 0})
-        assert info["descriptions"][0] == first_description and info["variation_index"] == 0
+        assert info["descriptions"] == descriptions and info["variation_index"] == 0
         assert all(backend.sim.task.descriptions(v) for v in range(variations))
         spec = observation_spec(cfg)
         rng = np.random.default_rng(0)
