@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from ..scene import SCENERY, TABLE_TOP_Z, VISUAL, Scene, axis_angle_quat, geom
+from .bars import grasp_by_end
 from .base import (
     COLORS,
     Task,
@@ -23,7 +24,6 @@ from .base import (
     body_position,
     body_quat,
     body_yaw,
-    square_yaw,
     top_down_quat,
 )
 from .conditions import DetectedCondition
@@ -31,10 +31,6 @@ from .objects import FRICTION, free_box, mocap_body, region
 
 SQUARES = ("target0", "distractor1", "distractor2", "distractor3")
 DISTRACTOR_SHIFTS = (5, 6, 7)  # PerAct's fork: distractor k has colour (variation + shift) % 20
-
-
-def wrap(angle: float) -> float:
-    return (angle + math.pi) % (2 * math.pi) - math.pi
 
 
 class ReachAndDrag(Task):
@@ -105,24 +101,20 @@ class ReachAndDrag(Task):
         drag = (target - cube) * [1, 1, 0]
         distance = float(np.linalg.norm(drag))
         drag /= distance
-        grasp_yaw = square_yaw(stick_yaw, math.pi)  # fingers across the stick
-        axis = np.array([math.cos(stick_yaw), math.sin(stick_yaw), 0.0])
         behind = cube - (self.CUBE_HALF + self.STICK_HALF[1] + self.GAP) * drag
-        plans = []
-        # Grasp either end, hold the stick across the drag either way round: the wrist turn that lays the
-        # stick's free end along `across` (kept within ±90°), and where the hand must be for it.
-        for end in (1.0, -1.0):
-            grip = stick - end * (self.STICK_HALF[0] - self.GRIP_INSET) * axis
-            for across in (np.array([-drag[1], drag[0], 0.0]), np.array([drag[1], -drag[0], 0.0])):
-                free_end_yaw = stick_yaw if end > 0 else stick_yaw + math.pi
-                drag_yaw = grasp_yaw + wrap(math.atan2(across[1], across[0]) - free_end_yaw)
-                hand = behind - self.REACH * across
-                if abs(drag_yaw) <= math.pi / 2 + 1e-6:
-                    plans.append((abs(hand[1]), grip, hand, drag_yaw))
-        _, grip, hand, drag_yaw = min(plans, key=lambda plan: plan[0])  # the hand nearest the robot's midline
+        # The stick held across the drag, its free end either way round: the plan whose hand is nearer the
+        # robot's midline.
+        plans, left = [], np.array([-drag[1], drag[0], 0.0])
+        for across in (left, -left):
+            hand = behind - self.REACH * across
+            grasp = grasp_by_end(stick, stick_yaw, self.STICK_HALF[0], self.GRIP_INSET,
+                                 math.atan2(across[1], across[0]))
+            plans.append((abs(hand[1]), hand, grasp))
+        _, hand, grasp = min(plans, key=lambda plan: plan[0])
+        grip = grasp.grip.copy()
         grip[2] = hand[2] = TABLE_TOP_Z + self.STICK_HALF[2] + 0.003
         up = np.array([0.0, 0.0, 0.12])
-        grasp_quat, drag_quat = top_down_quat(grasp_yaw), top_down_quat(drag_yaw)
+        grasp_quat, drag_quat = top_down_quat(grasp.grasp_yaw), top_down_quat(grasp.turned_yaw)
         travel = distance + self.GAP
         pieces = max(1, math.ceil(travel / self.DRAG_STEP))
         return [
