@@ -40,11 +40,13 @@ def check_descriptions(task: str, upstream: dict[int, list[str]]) -> None:
         assert declared.descriptions(variation) == strings, f"{task}, variation {variation}"
 
 
-def check_mujoco(task: str, variations: int, descriptions: list[str], oracle_seed: int = 0) -> None:
-    """`descriptions`: variation 0's, which reset must return."""
+def check_mujoco(task: str, variations: int, descriptions: list[str], oracle_seed: int = 0,
+                 max_episode_steps: int = 200) -> None:
+    """`descriptions`: variation 0's, which reset must return. max_episode_steps: room for the oracle's demo,
+    which takes several joint-velocity actions per waypoint."""
     assert task in list_tasks("mujoco") and task in list_tasks("mjwarp")
     assert config(camel_case(task)).task == task
-    cfg = config(task)
+    cfg = config(task, max_episode_steps=max_episode_steps)
     BACKEND.validate(cfg)
     assert task_class(cfg).variation_count == variations
     with pytest.raises(ConfigError, match=rf"{task} has {variations} variations"):
