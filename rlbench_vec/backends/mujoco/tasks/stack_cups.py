@@ -9,14 +9,12 @@ cups' xyz (cup1, cup2, cup3)."""
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-
 import numpy as np
 
-from ..scene import SCENERY, SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, VISUAL, Scene, geom
+from ..scene import SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, Scene
 from .base import COLORS, Task, Waypoint, World, body_position, pick_and_place, sample_apart, top_down_quat
 from .conditions import ConditionSet, DetectedCondition, NothingGrasped
-from .objects import FRICTION, region
+from .objects import held_cylinder, region
 
 CUPS = ("cup1", "cup2", "cup3")  # cup2 is the base, in the variation's colour
 BASE = "cup2"
@@ -30,17 +28,10 @@ class StackCups(Task):
 
     def build(self, scene: Scene) -> None:
         for name in CUPS:
-            cup = ET.SubElement(scene.worldbody, "body", name=name, pos="0 0 1")
+            cup = held_cylinder(scene.worldbody, name, self.RADIUS, self.HALF_HEIGHT)
             if name == BASE:
                 column = 2 * self.HALF_HEIGHT
                 region(cup, "success", half_size=(0.03, 0.03, column), position=(0, 0, self.HALF_HEIGHT + column))
-            ET.SubElement(cup, "freejoint", name=name)
-            geom(cup, "cylinder", (1.0, 0.0, 0.0, 1.0), VISUAL, name=name, size=(self.RADIUS, self.HALF_HEIGHT),
-                 mass="0.001")
-            # Collides as a box inside the cylinder, flat where the fingers hold it (a pinched cylinder squirts
-            # out of flat pads); geom group 3 is not drawn.
-            geom(cup, "box", (0.0, 0.0, 0.0, 0.0), {**SCENERY, "group": "3"},
-                 size=(0.7 * self.RADIUS, self.RADIUS, self.HALF_HEIGHT), mass="0.05", friction=FRICTION, condim="4")
 
     def descriptions(self, variation: int) -> list[str]:
         colour = COLORS[variation][0]
