@@ -2,8 +2,8 @@
 wine bottle in the middle, left or right place of the rack (the variation, 3, in the fork's order).
 
 Success (as RLBench): the bottle detected at the chosen place and nothing grasped. Departures: the rack is
-a tray of three slots between dividers (left is +y as the robot sees it), placed at random with ±17° yaw
-(the fork turns the task ±45°), and the bottle goes in standing up rather than lying down; the bottle is
+a tray of three slots between dividers (left is +y in the rack's frame), placed at random with any yaw
+(upstream's default base bounds), and the bottle goes in standing up rather than lying down; the bottle is
 a cylinder with a neck, colliding as a box inside its body (flat pads squeeze a cylinder out). State:
 bottle xyz + quaternion xyzw, the three places' centres."""
 
@@ -66,7 +66,7 @@ class PlaceWineAtRackLocation(Task):
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
         rack = np.array([rng.uniform(0.3, 0.35), rng.uniform(-0.12, 0.12), TABLE_TOP_Z])
-        world.set_pose("rack", rack, axis_angle_quat((0, 0, 1), rng.uniform(-0.3, 0.3)))
+        world.set_pose("rack", rack, axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
         while True:  # the bottle clear of the rack
             xy = rng.uniform(SPAWN_LOW, SPAWN_HIGH - [0.15, 0.0])
             if np.linalg.norm(xy - rack[:2]) > 0.25:
