@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import square_yaw
+from .base import Waypoint, square_yaw, top_down_quat
 
 
 def wrap(angle: float) -> float:
@@ -37,3 +37,21 @@ def grasp_by_end(centre: np.ndarray, yaw: float, half_length: float, inset: floa
         end, turned = -1.0, turned - math.copysign(math.pi, turned)
     axis = np.array([math.cos(yaw), math.sin(yaw), 0.0])
     return EndGrasp(np.asarray(centre, float) - end * (half_length - inset) * axis, grasp_yaw, turned)
+
+
+def stroke(grasp: EndGrasp, start: np.ndarray, end: np.ndarray, step: float, lift: float) -> list[Waypoint]:
+    """Pick the bar up at grasp.grip, turn it (grasp.turned_yaw) on the way to `start`, set it down there and
+    push it to `end` in straight moves of at most `step` metres (a fast push tips what it pushes)."""
+    up = np.array([0.0, 0.0, lift])
+    grasp_quat, turned_quat = top_down_quat(grasp.grasp_yaw), top_down_quat(grasp.turned_yaw)
+    pieces = max(1, math.ceil(float(np.linalg.norm(end - start)) / step))
+    return [
+        Waypoint(grasp.grip + up, grasp_quat, True),
+        Waypoint(grasp.grip, grasp_quat, True, straight=True),
+        Waypoint(grasp.grip, grasp_quat, False),
+        Waypoint(grasp.grip + up, grasp_quat, False, straight=True),
+        Waypoint(start + up, turned_quat, False),
+        Waypoint(start, turned_quat, False, straight=True),
+        *(Waypoint(start + (i / pieces) * (end - start), turned_quat, False, straight=True)
+          for i in range(1, pieces + 1)),
+    ]

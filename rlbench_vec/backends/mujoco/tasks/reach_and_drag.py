@@ -10,12 +10,12 @@ quaternion xyzw, cube xyz, target xyz, the three distractors' xyz."""
 from __future__ import annotations
 
 import math
-import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 import numpy as np
 
-from ..scene import SCENERY, TABLE_TOP_Z, VISUAL, Scene, axis_angle_quat, geom
-from .bars import grasp_by_end
+from ..scene import TABLE_TOP_Z, VISUAL, Scene, axis_angle_quat, geom
+from .bars import grasp_by_end, stroke
 from .base import (
     COLORS,
     Task,
@@ -24,10 +24,9 @@ from .base import (
     body_position,
     body_quat,
     body_yaw,
-    top_down_quat,
 )
 from .conditions import DetectedCondition
-from .objects import FRICTION, free_box, mocap_body, region
+from .objects import free_box, mocap_body, region
 
 SQUARES = ("target0", "distractor1", "distractor2", "distractor3")
 DISTRACTOR_SHIFTS = (5, 6, 7)  # PerAct's fork: distractor k has colour (variation + shift) % 20
@@ -45,10 +44,7 @@ class ReachAndDrag(Task):
     DRAG_STEP = 0.03
 
     def build(self, scene: Scene) -> None:
-        stick = ET.SubElement(scene.worldbody, "body", name="stick", pos="0 0 1")
-        ET.SubElement(stick, "freejoint", name="stick")
-        geom(stick, "box", (0.45, 0.3, 0.15, 1.0), SCENERY, name="stick", size=self.STICK_HALF, mass="0.05",
-             friction=FRICTION, condim="4")
+        free_box(scene.worldbody, "stick", self.STICK_HALF, rgba=(0.45, 0.3, 0.15, 1.0), mass=0.05)
         free_box(scene.worldbody, "cube", (self.CUBE_HALF,) * 3, rgba=(0.2, 0.2, 0.8, 1.0), mass=0.05,
                  friction=(0.6, 0.005, 0.0001))
         for name in SQUARES:
@@ -113,20 +109,7 @@ class ReachAndDrag(Task):
         _, hand, grasp = min(plans, key=lambda plan: plan[0])
         grip = grasp.grip.copy()
         grip[2] = hand[2] = TABLE_TOP_Z + self.STICK_HALF[2] + 0.003
-        up = np.array([0.0, 0.0, 0.12])
-        grasp_quat, drag_quat = top_down_quat(grasp.grasp_yaw), top_down_quat(grasp.turned_yaw)
-        travel = distance + self.GAP
-        pieces = max(1, math.ceil(travel / self.DRAG_STEP))
-        return [
-            Waypoint(grip + up, grasp_quat, True),
-            Waypoint(grip, grasp_quat, True, straight=True),
-            Waypoint(grip, grasp_quat, False),
-            Waypoint(grip + up, grasp_quat, False, straight=True),
-            Waypoint(hand + up, drag_quat, False),
-            Waypoint(hand, drag_quat, False, straight=True),
-            *(Waypoint(hand + (i / pieces) * travel * drag, drag_quat, False, straight=True)
-              for i in range(1, pieces + 1)),
-        ]
+        return stroke(replace(grasp, grip=grip), hand, hand + (distance + self.GAP) * drag, self.DRAG_STEP, lift=0.12)
 
 
 TASK = ReachAndDrag
