@@ -1,5 +1,5 @@
 """The checks every embedded task passes; each tests/tasks/test_<task>.py calls them with its task's
-facts (RLBench's variation count, the first description of variation 0). Joint-velocity actions.
+facts (RLBench's variation count, upstream's descriptions quoted from its task file). Joint-velocity actions.
 
 On mujoco (in this process, no cameras): the name resolves in both spellings, the variation count,
 descriptions, variation 0 by default, a settled start, a few steps, an oracle demo that succeeds for one
@@ -23,6 +23,7 @@ import pytest
 from rlbench_vec import list_tasks
 from rlbench_vec.backends.mujoco import BACKEND
 from rlbench_vec.backends.mujoco.backend import choose_variation, task_class, use_renderer
+from rlbench_vec.backends.mujoco.tasks import find_task
 from rlbench_vec.config import EnvConfig
 from rlbench_vec.errors import ConfigError
 from rlbench_vec.spec import observation_spec
@@ -64,10 +65,20 @@ def config(task: str, **kwargs) -> EnvConfig:
                         "arm_mode": "joint_velocity", **kwargs}).validated()
 
 
-def check_mujoco(task: str, variations: int, first_description: str, oracle_seed: int = 0) -> None:
+def check_descriptions(task: str, upstream: dict[int, list[str]]) -> None:
+    """The task's descriptions of each variation are upstream's `init_episode` return value, word for word."""
+    declared = find_task(task)()
+    for variation, strings in upstream.items():
+        assert declared.descriptions(variation) == strings, f"{task}, variation {variation}"
+
+
+def check_mujoco(task: str, variations: int, descriptions: list[str], oracle_seed: int = 0,
+                 max_episode_steps: int = 200) -> None:
+    """`descriptions`: variation 0's, which reset must return. max_episode_steps: room for the oracle's demo,
+    which takes several joint-velocity actions per waypoint."""
     assert task in list_tasks("mujoco") and task in list_tasks("mjwarp")
     assert config(camel_case(task)).task == task
-    cfg = config(task)
+    cfg = config(task, max_episode_steps=max_episode_steps)
     BACKEND.validate(cfg)
     assert task_class(cfg).variation_count == variations
     with pytest.raises(ConfigError, match=rf"{task} has {variations} variations"):
@@ -75,7 +86,7 @@ def check_mujoco(task: str, variations: int, first_description: str, oracle_seed
     backend = BACKEND(cfg, 0)
     try:
         info = backend.reset(0, None)
-        assert info["descriptions"][0] == first_description and info["variation_index"] == 0
+        assert info["descriptions"] == descriptions and info["variation_index"] == 0
         start = backend.sim.data.qpos.copy()
         rewards = np.array([backend.step(HOLD).reward for _ in range(SETTLE_CHECK_STEPS)])
         assert_settled(task, task_motion(backend.sim.model, start, backend.sim.data.qpos), rewards)

@@ -1,10 +1,34 @@
-from task_checks import check_mjwarp, check_mujoco
+"""light_bulb_in on both embedded backends, and its descriptions as upstream's."""
+
+from task_checks import check_descriptions, check_mjwarp, check_mujoco
 
 TASK = "light_bulb_in"
+# PerAct's RLBench fork (MohitShridhar/RLBench, branch peract), rlbench/tasks/light_bulb_in.py:
+# what init_episode returns, per variation.
+UPSTREAM_DESCRIPTIONS = {
+    0: [
+        "screw in the red light bulb",
+        "screw the light bulb from the red holder into the lamp",
+        "pick up the light bulb from the red stand, lift it up to just above the lamp, then screw it down into the "
+        "lamp in a clockwise fashion",
+        "put the light bulb from the red casing into the lamp",
+    ],
+    19: [
+        "screw in the white light bulb",
+        "screw the light bulb from the white holder into the lamp",
+        "pick up the light bulb from the white stand, lift it up to just above the lamp, then screw it down into the "
+        "lamp in a clockwise fashion",
+        "put the light bulb from the white casing into the lamp",
+    ],
+}
+
+
+def test_light_bulb_in_descriptions_are_upstreams_word_for_word():
+    check_descriptions(TASK, UPSTREAM_DESCRIPTIONS)
 
 
 def test_light_bulb_in_on_mujoco():
-    check_mujoco(TASK, variations=20, first_description="screw in the red light bulb")
+    check_mujoco(TASK, variations=20, descriptions=UPSTREAM_DESCRIPTIONS[0])
 
 
 def test_light_bulb_in_on_mjwarp():

@@ -1,10 +1,30 @@
-from task_checks import check_mjwarp, check_mujoco
+"""open_drawer on both embedded backends, and its descriptions as upstream's."""
+
+from task_checks import check_descriptions, check_mjwarp, check_mujoco
 
 TASK = "open_drawer"
+# PerAct's RLBench fork (MohitShridhar/RLBench, branch peract), rlbench/tasks/open_drawer.py:
+# what init_episode returns, per variation.
+UPSTREAM_DESCRIPTIONS = {
+    0: [
+        "open the bottom drawer",
+        "grip the bottom handle and pull the bottom drawer open",
+        "slide the bottom drawer open",
+    ],
+    2: [
+        "open the top drawer",
+        "grip the top handle and pull the top drawer open",
+        "slide the top drawer open",
+    ],
+}
+
+
+def test_open_drawer_descriptions_are_upstreams_word_for_word():
+    check_descriptions(TASK, UPSTREAM_DESCRIPTIONS)
 
 
 def test_open_drawer_on_mujoco():
-    check_mujoco(TASK, variations=3, first_description="open the bottom drawer")
+    check_mujoco(TASK, variations=3, descriptions=UPSTREAM_DESCRIPTIONS[0])
 
 
 def test_open_drawer_on_mjwarp():

@@ -1,10 +1,30 @@
-from task_checks import check_mjwarp, check_mujoco
+"""pick_and_lift on both embedded backends, and its descriptions as upstream's."""
+
+from task_checks import check_descriptions, check_mjwarp, check_mujoco
 
 TASK = "pick_and_lift"
+# RLBench (stepjam/RLBench, master 02720bb), rlbench/tasks/pick_and_lift.py:
+# what init_episode returns, per variation.
+UPSTREAM_DESCRIPTIONS = {
+    0: [
+        "pick up the red block and lift it up to the target",
+        "grasp the red block to the target",
+        "lift the red block up to the target",
+    ],
+    19: [
+        "pick up the white block and lift it up to the target",
+        "grasp the white block to the target",
+        "lift the white block up to the target",
+    ],
+}
+
+
+def test_pick_and_lift_descriptions_are_upstreams_word_for_word():
+    check_descriptions(TASK, UPSTREAM_DESCRIPTIONS)
 
 
 def test_pick_and_lift_on_mujoco():
-    check_mujoco(TASK, variations=20, first_description="pick up the red block and lift it up to the target")
+    check_mujoco(TASK, variations=20, descriptions=UPSTREAM_DESCRIPTIONS[0])
 
 
 def test_pick_and_lift_on_mjwarp():

@@ -185,17 +185,20 @@ def square_yaw(yaw: float, symmetry: float) -> float:
     return (yaw + symmetry / 2) % symmetry - symmetry / 2
 
 
-def pick_and_place(start: np.ndarray, quat: np.ndarray, drop: np.ndarray, clearance: float = 0.1) -> list[Waypoint]:
+def pick_and_place(start: np.ndarray, quat: np.ndarray, drop: np.ndarray, clearance: float = 0.1,
+                   drop_quat: np.ndarray | None = None) -> list[Waypoint]:
     """Grasp what lies at tool-centre position `start`, carry it above `drop`, lower it there, let go and
-    back off upwards (so NothingGrasped holds)."""
+    back off upwards (so NothingGrasped holds). drop_quat: the gripper's orientation from the carry on
+    (default: the grasp's)."""
     up = np.array([0.0, 0.0, clearance])
+    turned = quat if drop_quat is None else drop_quat
     return [
         Waypoint(start + up, quat, True),
         Waypoint(start, quat, True, straight=True),
         Waypoint(start, quat, False),
         Waypoint(start + 1.2 * up, quat, False, straight=True),
-        Waypoint(drop + up, quat, False),
-        Waypoint(drop, quat, False, straight=True),
-        Waypoint(drop, quat, True),
-        Waypoint(drop + up, quat, True, straight=True),
+        Waypoint(drop + up, turned, False),
+        Waypoint(drop, turned, False, straight=True),
+        Waypoint(drop, turned, True),
+        Waypoint(drop + up, turned, True, straight=True),
     ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..scene import SCENERY, fmt, geom
+from ..scene import SCENERY, VISUAL, fmt, geom
 
 FRICTION = (1.0, 0.005, 0.0001)
 
@@ -36,3 +36,15 @@ def region(body: ET.Element, name: str, *, radius: float | None = None, half_siz
         raise ValueError("a region is a sphere (radius) or a box (half_size)")
     kind, size = ("sphere", radius) if radius is not None else ("box", half_size)
     ET.SubElement(body, "site", name=name, type=kind, size=fmt(size), pos=fmt(position), group="5")
+
+
+def held_cylinder(parent: ET.Element, name: str, radius: float, half_height: float, rgba=(1.0, 0.0, 0.0, 1.0),
+                  mass: float = 0.05) -> ET.Element:
+    """A loose upright cylinder (body, free joint and drawn geom all named `name`) that collides as a box
+    inside it, flat on its +-y sides: flat finger pads squeeze a cylinder out. Geom group 3 is not drawn."""
+    body = ET.SubElement(parent, "body", name=name, pos="0 0 1")
+    ET.SubElement(body, "freejoint", name=name)
+    geom(body, "cylinder", rgba, VISUAL, name=name, size=(radius, half_height), mass="0.001")
+    geom(body, "box", (0.0, 0.0, 0.0, 0.0), {**SCENERY, "group": "3"}, size=(0.7 * radius, radius, half_height),
+         mass=str(mass), friction=FRICTION, condim="4")
+    return body

@@ -18,7 +18,7 @@ import numpy as np
 from ..geometry import frame_quat, yaw_rotation
 from ..scene import ARTICULATED, SCENERY, TABLE_TOP_Z, Scene, axis_angle_quat, fmt, geom
 from .base import Task, Waypoint, World, body_yaw, geom_position, joint_position
-from .conditions import JointCondition
+from .conditions import Condition, JointCondition
 from .objects import mocap_body
 
 OPTIONS = ("bottom", "middle", "top")
@@ -35,6 +35,8 @@ class OpenDrawer(Task):
     HANDLE_HALF_LENGTH = 0.04
     TRAVEL = 0.25
     YAW_BOUND = math.pi / 8  # upstream's base_rotation_bounds
+    HANDLE_PITCH = math.radians(45)  # the oracle's hand, down from horizontal
+    CENTRE_X = (0.48, 0.56)  # the range of the cabinet centre's x, metres
 
     def build(self, scene: Scene) -> None:
         wood, front = (0.55, 0.38, 0.25, 1.0), (0.82, 0.7, 0.55, 1.0)
@@ -71,13 +73,18 @@ class OpenDrawer(Task):
                 f"slide the {option} drawer open"]
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
+        self.place_cabinet(world, rng)
+
+    def place_cabinet(self, world: World, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+        """The cabinet at random, drawers shut; returns its centre and yaw."""
         yaw = rng.uniform(-self.YAW_BOUND, self.YAW_BOUND)
-        centre = (rng.uniform(0.48, 0.56), rng.uniform(-0.12, 0.12), TABLE_TOP_Z)
+        centre = np.array([rng.uniform(*self.CENTRE_X), rng.uniform(-0.12, 0.12), TABLE_TOP_Z])
         world.set_pose("cabinet", centre, axis_angle_quat((0, 0, 1), yaw))
         for option in OPTIONS:
             world.set_joint(f"drawer_{option}", 0.0)
+        return centre, yaw
 
-    def success(self, variation: int) -> JointCondition:
+    def success(self, variation: int) -> Condition:
         return JointCondition(f"drawer_{OPTIONS[variation]}", self.SUCCESS_OPENING)
 
     def low_dim_state(self, variation: int):
@@ -86,9 +93,9 @@ class OpenDrawer(Task):
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         pull = yaw_rotation(body_yaw(world.quat("cabinet"))) @ np.array([-1.0, 0.0, 0.0])  # out of the front
         handle = world.geom_position(f"handle_{OPTIONS[variation]}")
-        # Approach into the cabinet pitched 45 degrees down (a horizontal gripper is out of the Panda's
+        # Approach into the cabinet pitched HANDLE_PITCH down (a horizontal gripper is out of the Panda's
         # reach at these heights), fingers closing across the horizontal bar.
-        pitch = math.radians(45)
+        pitch = self.HANDLE_PITCH
         approach = -math.cos(pitch) * pull + [0.0, 0.0, -math.sin(pitch)]
         finger_axis = -math.sin(pitch) * pull + [0.0, 0.0, math.cos(pitch)]
         quat = frame_quat(np.cross(finger_axis, approach), finger_axis)

@@ -1,0 +1,106 @@
+"""put_item_in_drawer (PerAct's RLBench: rlbench/tasks/put_item_in_drawer.py): open the bottom, middle or
+top drawer (the variation, 3) of open_drawer's cabinet and put the block in it.
+
+Success (as RLBench): the block detected by the chosen drawer's region (it moves with the drawer).
+Departures: the block (4 cm) starts on the table in front of the cabinet, not on top of it (out of the
+arm's reach with this cabinet's height); the drawers are open_drawer's box-built ones, the cabinet 6 cm
+further away than open_drawer's (the oracle pulls the bottom drawer with a pitched hand). State: as
+open_drawer's (the chosen handle's xyz, the three drawers' openings), then the block's xyz."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..geometry import yaw_rotation
+from ..scene import Scene, axis_angle_quat
+from .base import Waypoint, World, body_position, body_yaw, square_yaw, top_down_quat
+from .conditions import DetectedCondition
+from .objects import free_box, region
+from .open_drawer import OPTIONS, OpenDrawer
+
+# A loose object that also rests on articulated parts (scene.py's groups: the drawers collide with the
+# robot only, so SCENERY would fall through them).
+RESTS_IN_DRAWERS = {"contype": "1", "conaffinity": "7"}
+
+
+class PutItemInDrawer(OpenDrawer):
+    name = "put_item_in_drawer"
+    ITEM_HALF = 0.02
+    CENTRE_X = (0.54, 0.6)  # further than open_drawer's: the pitched hand pulls the bottom drawer within reach
+    PULL = 0.13  # metres the oracle opens the drawer: room for the block and the hand
+    DROP_DEPTH = 0.065  # the block is set down this far behind the drawer's front
+    OVER_FRONT = 0.085  # carried this high above the drop: the block clears the drawer's front, in reach
+    BACK_OFF = 0.08  # the hand's retreat from the handle, along its approach
+
+    FLOOR = 0.037  # a drawer's floor below its centre
+
+    def build(self, scene: Scene) -> None:
+        super().build(scene)
+        bodies = {body.get("name"): body for body in scene.worldbody.iter("body")}
+        for option in OPTIONS:
+            region(bodies[f"drawer_{option}"], f"success_{option}",
+                   half_size=(self.DEPTH / 2 - 0.03, self.WIDTH / 2 - 0.025, 0.04),
+                   position=(self.DEPTH / 2 - 0.01, 0, 0.04 - self.FLOOR))
+        item = free_box(scene.worldbody, "item", (self.ITEM_HALF,) * 3, rgba=(0.9, 0.5, 0.1, 1.0), mass=0.05)
+        next(item.iter("geom")).attrib.update(RESTS_IN_DRAWERS)
+
+    def descriptions(self, variation: int) -> list[str]:
+        option = OPTIONS[variation]
+        return [f"put the item in the {option} drawer", f"put the block away in the {option} drawer",
+                f"open the {option} drawer and place the block inside of it", f"leave the block in the {option} drawer"]
+
+    def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
+        cabinet, yaw = self.place_cabinet(world, rng)
+        # On the table in front of the cabinet, beyond the opened drawer's reach.
+        local = (-self.DEPTH / 2 - self.PULL - rng.uniform(0.12, 0.16), rng.uniform(-0.15, 0.15), self.ITEM_HALF)
+        world.set_pose("item", cabinet + yaw_rotation(yaw) @ local,
+                       axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
+
+    def success(self, variation: int) -> DetectedCondition:
+        return DetectedCondition("item", f"success_{OPTIONS[variation]}")
+
+    def low_dim_state(self, variation: int):
+        return (*super().low_dim_state(variation), body_position("item"))
+
+    def oracle(self, world: World, variation: int) -> list[Waypoint]:
+        approach, reach, grip = super().oracle(world, variation)[:3]  # to the handle, onto it, fingers closed
+        cabinet, cabinet_yaw = world.position("cabinet"), body_yaw(world.quat("cabinet"))
+        rotation = yaw_rotation(cabinet_yaw)
+        opened = reach.position + rotation @ [-self.PULL, 0.0, 0.0]
+        outwards = approach.position - reach.position
+        back_off = self.BACK_OFF * outwards / np.linalg.norm(outwards)
+        item = world.position("item")
+        # Near the drawers the hand keeps its long side across the cabinet, clear of their fronts; it turns
+        # to the block's yaw only above the block.
+        item_yaw = cabinet_yaw + square_yaw(body_yaw(world.quat("item")) - cabinet_yaw, math.pi / 2)
+        item_quat, across_quat = top_down_quat(item_yaw), top_down_quat(cabinet_yaw)
+        drawer_floor = self.PLINTH + (variation + 0.5) * self.SLOT - self.FLOOR
+        drop = cabinet + rotation @ [-self.DEPTH / 2 - self.PULL + self.DROP_DEPTH, 0.0,
+                                     drawer_floor + self.ITEM_HALF + 0.01]
+        up, over = np.array([0.0, 0.0, 0.1]), np.array([0.0, 0.0, self.OVER_FRONT])
+        lifted = np.array([item[0], item[1], drop[2] + self.OVER_FRONT])
+        return [
+            approach, reach, grip,
+            Waypoint(opened, grip.quat, False, straight=True),
+            Waypoint(opened, grip.quat, True),
+            Waypoint(opened + back_off, grip.quat, True, straight=True),
+            Waypoint(opened + back_off + [0.0, 0.0, 0.06], grip.quat, True, straight=True),
+            Waypoint(opened + back_off + [0.0, 0.0, 0.06], across_quat, True),
+            # In straight moves: a free swing of the arm can shut the drawer again.
+            Waypoint(item + up, across_quat, True, straight=True),
+            Waypoint(item + up, item_quat, True),
+            Waypoint(item, item_quat, True, straight=True),
+            Waypoint(item, item_quat, False),
+            Waypoint(item + [0.0, 0.0, 0.03], item_quat, False, straight=True),
+            Waypoint(item + [0.0, 0.0, 0.03], across_quat, False),  # turned below the handles
+            Waypoint(lifted, across_quat, False, straight=True),
+            Waypoint(drop + over, across_quat, False, straight=True),
+            Waypoint(drop, across_quat, False, straight=True),
+            Waypoint(drop, across_quat, True),
+            Waypoint(drop + up, across_quat, True, straight=True),
+        ]
+
+
+TASK = PutItemInDrawer

@@ -1,0 +1,33 @@
+"""reach_and_drag on both embedded backends, and its descriptions as upstream's."""
+
+from task_checks import check_descriptions, check_mjwarp, check_mujoco
+
+TASK = "reach_and_drag"
+# PerAct's RLBench fork (MohitShridhar/RLBench, branch peract), rlbench/tasks/reach_and_drag.py:
+# what init_episode returns, per variation.
+UPSTREAM_DESCRIPTIONS = {
+    0: [
+        "use the stick to drag the cube onto the red target",
+        "pick up the stick and use it to push or pull the cube onto the red target",
+        "drag the block towards the red square on the table top",
+        "grasping the stick by one end, pick it up and use the its other end to move the block onto the red target",
+    ],
+    19: [
+        "use the stick to drag the cube onto the white target",
+        "pick up the stick and use it to push or pull the cube onto the white target",
+        "drag the block towards the white square on the table top",
+        "grasping the stick by one end, pick it up and use the its other end to move the block onto the white target",
+    ],
+}
+
+
+def test_reach_and_drag_descriptions_are_upstreams_word_for_word():
+    check_descriptions(TASK, UPSTREAM_DESCRIPTIONS)
+
+
+def test_reach_and_drag_on_mujoco():
+    check_mujoco(TASK, variations=20, descriptions=UPSTREAM_DESCRIPTIONS[0])
+
+
+def test_reach_and_drag_on_mjwarp():
+    check_mjwarp(TASK)
