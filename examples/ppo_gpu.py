@@ -46,7 +46,7 @@ except ModuleNotFoundError as error:
     missing(error, extras="examples")
 
 from rlbench_vec import RLBenchVectorEnv
-from rlbench_vec.backends.mujoco.scene import WORKSPACE_HIGH, WORKSPACE_LOW
+from rlbench_vec.spec import WORKSPACE_HIGH, WORKSPACE_LOW
 
 LOW_DIM = ("gripper_pose", "joint_velocities", "task_low_dim_state")
 IDENTITY_QUAT = (0.0, 0.0, 0.0, 1.0)  # xyzw: keep the gripper's orientation
