@@ -158,7 +158,8 @@ class ActionSpace(gym.spaces.Box):
         self.pose = pose
 
     def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
-        action = super().sample(mask, probability)
+        # gymnasium 1.0's Box.sample takes no probability
+        action = super().sample(mask) if probability is None else super().sample(mask, probability)
         if self.pose:
             quaternion = action[..., QUATERNION]
             norm = np.linalg.norm(quaternion, axis=-1, keepdims=True)
