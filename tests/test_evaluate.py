@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from rlbench_vec.cli.evaluate_config import EpisodeQueue, Planned
 from rlbench_vec.evaluate import EvaluateConfig, evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,6 +67,14 @@ def test_the_oracle_scores_the_same_episodes_at_one_env_and_at_three(tmp_path):
     low, high = one["tasks"]["push_button"]["ci95"]
     assert 0.4 < low < 0.5 and high == 1.0  # Wilson's interval of 3 out of 3
     assert "| push_button | 100.0 |" in (tmp_path / "one" / "results.md").read_text()
+
+
+def test_envs_keep_to_one_task_while_it_has_episodes_then_take_the_longest_queue():
+    episodes = [Planned(task, k, 0, k) for task, count in (("a", 3), ("b", 1), ("c", 2)) for k in range(count)]
+    queue = EpisodeQueue(episodes)
+    assert [(p.task, p.episode) for p in queue.first(4)] == [("a", 0), ("b", 0), ("c", 0), ("a", 1)]
+    assert (queue.next("c").task, queue.next("b").task, len(queue)) == ("c", "a", 0)  # b is done: a has most left
+    assert queue.next("a") is None
 
 
 def test_a_policy_from_a_file_with_invalid_actions_counted_and_a_resume(tmp_path):

@@ -9,7 +9,8 @@ evaluate(EvaluateConfig(...)).
 - Running: one vector env for all tasks, each env running one episode at a time (mjwarp, whose envs run one task:
   a vector env per task). The envs step as partial batches: an env whose action is done gets its next action,
   and an env whose episode ended starts the next pending episode at once (send_reset), so a slow task holds no
-  other.
+  other. An env keeps to one task while it has episodes left (evaluate_config.EpisodeQueue): each task an env
+  meets costs it a scene build.
 - Outcomes: success is the episode ending with reward > 0; a time limit (--max_steps), an invalid action (the
   robot's, or a policy's wrong shape or NaN: recorded and counted as failures) end it too. A worker crash
   mid-episode reruns that episode (flagged in its line), never counted twice.
@@ -20,7 +21,6 @@ evaluate(EvaluateConfig(...)).
 
 from __future__ import annotations
 
-import collections
 import json
 import sys
 import time
@@ -36,7 +36,7 @@ from ..config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, Ve
 from ..spec import action_size
 from ..vector_env import RLBenchVectorEnv
 from . import ArgumentParser, non_negative, positive
-from .evaluate_config import EvaluateConfig, Planned, plan, variation_count
+from .evaluate_config import EpisodeQueue, EvaluateConfig, Planned, plan, variation_count
 from .evaluate_report import RESULTS_FILE, TABLE_FILE, EpisodeLog, markdown, read_episodes, scores
 from .policies import Policy, as_actions, check_loads, make_policy
 from .runs import ProgressBar, check_same_arguments, parsed_flags, run_stoppable, stop_if_disk_full, write_json
@@ -99,10 +99,10 @@ class Evaluation:
         self.finished.append(line)
 
     # ------------------------------------------------------------------ one vector env
-    def run(self, pending: collections.deque[Planned]) -> None:
+    def run(self, pending: EpisodeQueue) -> None:
         """Every pending episode on one vector env."""
         config = self.config
-        first = [pending[i] for i in range(min(config.num_envs, len(pending)))]
+        first = pending.first(config.num_envs)
         n = len(first)
         record = VideoConfig(directory=str(self.videos.raw), cameras=("front",)) if self.videos.wanted else False
         vector = VectorConfig(num_envs=n, seed=config.seed, autoreset_mode="disabled", record=record)
@@ -112,7 +112,6 @@ class Evaluation:
             obs, info = env.reset(seed=[p.seed for p in first],
                                   options={"env_options": [self._options(p) for p in first]})
             for env_id, p in enumerate(first):
-                pending.popleft()
                 running[env_id] = Running(p, time.perf_counter())
                 self.videos.started(env_id, p)
             policy.reset(np.arange(n))
@@ -130,7 +129,7 @@ class Evaluation:
         return {"task": p.task, "variation": p.variation}
 
     def _act(self, env: RLBenchVectorEnv, policy: Policy, running: dict[int, Running],
-             pending: collections.deque[Planned], obs: dict[str, Any], info: dict[str, Any], reward: np.ndarray,
+             pending: EpisodeQueue, obs: dict[str, Any], info: dict[str, Any], reward: np.ndarray,
              ended: np.ndarray) -> None:
         """Take in one batch of results: record the episodes that ended, start the next ones, act on the rest."""
         ids = info["env_id"].tolist()
@@ -151,8 +150,7 @@ class Evaluation:
                 starting.append((env_id, run.planned, run.reruns))
             elif ended[row]:
                 self.record(run, float(reward[row]) > 0, _flag(info, "invalid_action", row))
-                if pending:
-                    starting.append((env_id, pending.popleft(), 0))
+                self._queue_next(starting, env_id, running, pending)
             else:
                 acting.append(row)
         if acting:
@@ -171,13 +169,20 @@ class Evaluation:
                 if why:
                     env_id = int(act_ids[j])
                     self.record(running[env_id], False, why)
-                    if pending:
-                        starting.append((env_id, pending.popleft(), 0))
+                    self._queue_next(starting, env_id, running, pending)
             if valid:
                 env.send(actions[valid], act_ids[valid])
                 self.in_flight += len(valid)
         if starting:
             self._start(env, policy, running, starting)
+
+    @staticmethod
+    def _queue_next(starting: list[tuple[int, Planned, int]], env_id: int, running: dict[int, Running],
+                    pending: EpisodeQueue) -> None:
+        """The env's next episode, if any is left, joins those to start."""
+        episode = pending.next(running[env_id].planned.task)
+        if episode is not None:
+            starting.append((env_id, episode, 0))
 
     def _start(self, env: RLBenchVectorEnv, policy: Policy, running: dict[int, Running],
                starting: list[tuple[int, Planned, int]]) -> None:
@@ -218,8 +223,7 @@ def evaluate(config: EvaluateConfig, command: str | None = None) -> dict[str, An
         groups = [list(config.tasks)] if backend_class(config.backend).one_task_reason is None else [
             [task] for task in config.tasks]
         for tasks in groups:
-            pending = collections.deque(p for task in tasks for p in plans[task]
-                                        if (p.task, p.episode) not in finished)
+            pending = EpisodeQueue(p for task in tasks for p in plans[task] if (p.task, p.episode) not in finished)
             if pending:
                 run.run(pending)
         result["finished"] = True

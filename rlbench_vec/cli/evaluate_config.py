@@ -3,8 +3,9 @@ checks) and the episodes it plans, each with the variation and reset seed it alw
 
 from __future__ import annotations
 
+import collections
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -148,3 +149,33 @@ def plan(config: EvaluateConfig, task: str, count: int) -> list[Planned]:
         variation = cycle[k % len(cycle)]
         episodes.append(Planned(task, k, variation, job_seed(config.seed, Episode(task, variation, k), 0)))
     return episodes
+
+
+class EpisodeQueue:
+    """The episodes not yet run, handed to envs by task: an env keeps to its task while that has episodes left,
+    since an env's first episode of a task builds the task's scene (seconds, as long as several episodes), then
+    takes the task with the most left. Which env runs an episode never changes its variation or seed."""
+
+    def __init__(self, episodes: Iterable[Planned]):
+        self.by_task: dict[str, collections.deque[Planned]] = {}
+        for episode in episodes:
+            self.by_task.setdefault(episode.task, collections.deque()).append(episode)
+
+    def __len__(self) -> int:
+        return sum(map(len, self.by_task.values()))
+
+    def first(self, num_envs: int) -> list[Planned]:
+        """One episode for each of up to num_envs envs, the envs spread over the tasks in turn."""
+        firsts: list[Planned] = []
+        while len(firsts) < num_envs and len(self):
+            for queue in self.by_task.values():
+                if queue and len(firsts) < num_envs:
+                    firsts.append(queue.popleft())
+        return firsts
+
+    def next(self, task: str) -> Planned | None:
+        """The next episode for an env whose last episode was of `task`; None when none is left."""
+        queue = self.by_task.get(task)
+        if not queue and self.by_task:
+            queue = max(self.by_task.values(), key=len)
+        return queue.popleft() if queue else None
