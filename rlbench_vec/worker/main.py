@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import sys
 import traceback
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
@@ -134,6 +135,7 @@ def worker_main(spec: WorkerSpec, commands, replies, plain_conn) -> None:
         serve(commands.fileno(), Replies(fd, plain_conn.fileno(), spec), runner)
     finally:
         _shutdown(runner, display)
+    _exit_at_once()
 
 
 def _facts(display) -> dict[str, Any]:
@@ -141,6 +143,16 @@ def _facts(display) -> dict[str, Any]:
     if display is not None:
         facts.update(display.facts())
     return facts
+
+
+def _exit_at_once() -> None:
+    """Everything is closed: exit without Python's teardown, which frees the simulators' objects one by one
+    (an mjwarp worker spent 10 s garbage-collecting warp's arrays and kernels, then was killed at close's
+    deadline)."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+    os._exit(0)
 
 
 def _shutdown(*resources) -> None:
