@@ -4,6 +4,7 @@ and SIGTERM ending a command as Ctrl-C does."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -58,6 +59,13 @@ def test_debug_shows_the_traceback():
     done = run([*BENCH, "--task", "open_jar", "--backend", "mujoco", "--debug"])
     assert done.returncode == 1
     assert "Traceback" in done.stderr and "ConfigError" in done.stderr
+
+
+def test_an_interrupt_inside_a_string_exec_still_exits_with_130_under_python_m():
+    environ = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "interrupt_in_exec"], cwd=ROOT / "tests" / "programs",
+                          capture_output=True, text=True, timeout=60, env=environ)
+    assert (done.returncode, done.stderr) == (130, "python -m interrupt_in_exec: interrupted.\n")
 
 
 def test_sigterm_stops_collect_with_one_line_that_says_how_to_resume(tmp_path):

@@ -108,10 +108,19 @@ def run_main(main: Callable[[], Any], prog: str, on_interrupt: str = "") -> NoRe
     except KeyboardInterrupt:
         word, code = stopped_status()
         print(f"{prog}: {word}{on_interrupt}.", file=sys.stderr)
-        sys.exit(code)
+        _exit(code)
     except RLBenchVecError as error:
         if debug:
             raise
         print(f"{prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
-        sys.exit(BAD_INPUT if isinstance(error, ConfigError) else 1)
-    sys.exit(status if isinstance(status, int) else 0)
+        _exit(BAD_INPUT if isinstance(error, ConfigError) else 1)
+    _exit(status if isinstance(status, int) else 0)
+
+
+def _exit(status: int) -> NoReturn:
+    """sys.exit(status), with the status kept under `python -m`: a KeyboardInterrupt raised inside a string exec
+    (dataclasses and namedtuples build their methods so while a module imports) marks the interpreter even once
+    caught, and CPython's Py_RunMain then ends a `-m` run by SIGINT whatever the status. A string exec clears
+    the mark."""
+    exec("", {})
+    sys.exit(status)
