@@ -30,7 +30,7 @@ STEPS = 6
 
 def config(**kwargs) -> EnvConfig:
     return EnvConfig(**{"task": "pick_and_lift", "backend": "mujoco", "absolute_mode": False, "cameras": ("front",),
-                        "modalities": ("rgb",), **kwargs}).validated()
+                        "modalities": ("rgb",), "image_size": (24, 24), **kwargs}).validated()
 
 
 def batched(cfg: EnvConfig, worlds: int):
@@ -181,7 +181,7 @@ def test_the_group_returns_worlds_as_their_actions_finish():
 
 def test_fixed_timing_through_the_vector_env_says_what_is_under_way(make_env):
     env = make_env(num_envs=2, task="pick_and_lift", backend="mjwarp", backend_options={"device": DEVICE},
-                   arm_mode="joint_velocity", action_timing="fixed", cameras=("front",), image_size=(32, 32))
+                   arm_mode="joint_velocity", action_timing="fixed", cameras=(), modalities=())
     env.reset(seed=0)
     close = np.array([[0, 0.2, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 1]], np.float32)  # env 1 keeps it open
     _, _, _, _, info = env.step(close)
@@ -195,7 +195,7 @@ def test_recv_returns_envs_as_their_actions_finish_and_new_actions_join(make_env
     """Partial completion through the engine: with send/recv the worker answers each env when its own
     action is done, and actions sent meanwhile join the worlds still moving at the next control step."""
     env = make_env(num_envs=3, task="pick_and_lift", backend="mjwarp", backend_options={"device": DEVICE},
-                   arm_mode="joint_velocity", cameras=("front",), image_size=(32, 32))
+                   arm_mode="joint_velocity", cameras=(), modalities=())
     env.reset(seed=0)
     moves = np.zeros((3, 8), np.float32)
     moves[:, 0], moves[:, -1] = 0.2, 1.0  # one control step each, gripper kept open
