@@ -42,6 +42,15 @@ def outcome(stop: signal.Signals, status: int, stderr: str) -> str:
     return "other"
 
 
+def thread_masks(pid: int) -> dict[str, dict[str, str]]:
+    """Each thread's pending, blocked and caught signal masks (hex, from /proc): where a lost signal went."""
+    masks = {}
+    for task in sorted(Path(f"/proc/{pid}/task").iterdir()):
+        fields = dict(line.split(":\t", 1) for line in (task / "status").read_text().splitlines() if ":\t" in line)
+        masks[task.name] = {key: fields[key].strip() for key in ("Name", "SigPnd", "ShdPnd", "SigBlk", "SigCgt")}
+    return masks
+
+
 def main() -> None:
     parser = ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=positive, default=50)
@@ -68,11 +77,13 @@ def main() -> None:
                 run["stderr"] = stderr[-4000:]
         except subprocess.TimeoutExpired:
             children = psutil.Process(process.pid).children(recursive=True)
+            masks = thread_masks(process.pid)
             process.send_signal(signal.SIGABRT)
             _, stderr = process.communicate(timeout=20)
             for child in children:
                 child.kill()
-            run = {"delay_s": round(delay, 2), "signal": stop.name, "outcome": "hang", "stderr": stderr[-8000:]}
+            run = {"delay_s": round(delay, 2), "signal": stop.name, "outcome": "hang", "masks": masks,
+                   "stderr": stderr[-8000:]}
         runs.append(run)
         print(index, {k: v for k, v in run.items() if k != "stderr"}, flush=True)
     counts = collections.Counter(f"{run['signal']} {run['outcome']}" for run in runs)
