@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,7 @@ def combine(args: argparse.Namespace, ranks: list[dict[str, Any]]) -> dict[str, 
     first = ranks[0]
     env_steps = sum(r["env_steps"] for r in ranks)
     result = {
-        "command": " ".join(["python -m rlbench_vec.bench", *args.argv]),
+        "command": shlex.join(["python", "-m", "rlbench_vec.bench", *args.argv]),  # quoted: runs as printed
         "world_size": len(ranks), "backend": first["backend"], "task": args.task, "arm_mode": args.arm_mode,
         "action_timing": args.action_timing,
         "num_envs": sum(r["num_envs"] for r in ranks), "steps": args.steps, "action_chunk": args.action_chunk,
