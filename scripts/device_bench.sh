@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The engine's benchmarks on the lent GPU host (one H100, 16 cores, Python 3.12 with torch, no package
 # index): unpack the carried GL loaders and wheels, then run one stage, writing into $OUT.
-#   bash scripts/device_bench.sh peers|reset|mujoco|engine|collect|timing|timing_ik|cuda|cuda_tests
+#   bash scripts/device_bench.sh peers|reset|mujoco|engine|collect|timing|timing_ik|phases|cuda|cuda_tests
 #   (stage the host first: scripts/device_stage.sh says how; the last staging call carries .dev/stage3)
 set -euo pipefail
-stage=${1:?stage: peers, reset, mujoco, engine, collect, timing, timing_ik, cuda or cuda_tests}
+stage=${1:?stage: peers, reset, mujoco, engine, collect, timing, timing_ik, phases, cuda or cuda_tests}
 # shellcheck source=scripts/device_stage.sh
 source "$(dirname "$0")/device_stage.sh"
 case $stage in
@@ -39,6 +39,10 @@ case $stage in
           --as_torch --device cuda --steps "${STEPS:-100}" --quiet --action_timing $run --json "$OUT/mjwarp_${arm}_${n}_${tag}.json"
       done
     done ;;
+  phases)  # issue 42: each phase of an mjwarp step beside MuJoCo Warp alone; RUNS splits a fresh host's calls
+    # shellcheck disable=SC2086  # RUNS holds several runs
+    MUJOCO_GL=disable python3 benchmarks/mjwarp_phases.py --runs ${RUNS:-1024:five 4096:five 1024:one} \
+      --json "$OUT/mjwarp_phases_${TAG:-all}.json" ;;
   engine) for part in mujoco peers reset; do bash "$0" "$part"; done ;;
   cuda) python3 scripts/bench_cuda.py --out "$OUT/bench_cuda_h100.json" ;;
   cuda_tests) python3 -m pytest -q -p no:cacheprovider tests/test_tensors.py 2>&1 | tee "$OUT/cuda_tests.log" ;;

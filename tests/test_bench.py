@@ -12,7 +12,7 @@ import types
 
 import numpy as np
 import pytest
-from conftest import communicate_or_explain, with_faulthandler
+from conftest import communicate_or_explain, needs, with_faulthandler
 from test_video import mujoco_available
 
 from rlbench_vec.cli import bench, bench_actions, bench_report
@@ -89,6 +89,29 @@ def test_async_chunked_run_through_episode_ends(tmp_path):
     # a command that only autoresets
     assert 15 * 4 * 7 / 12 - 4 <= result["env_steps"] <= (15 + 3) * 4
     assert result["resets"] > 0
+
+
+@needs("gpu", "warp", "mujoco_warp", "torch")
+def test_an_mjwarp_profile_shows_each_phase_per_env_step_within_the_step(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--backend", "mujoco", "--profile"])  # the phases are the mjwarp simulator's
+    # two cameras at 16x16; the first timed step ends its episode (max_episode_steps 2 after the warm-up
+    # step), so a reset falls inside the timed window, and the last does not (no reset after it)
+    result = run_json(tmp_path, "--backend", "mjwarp", "--backend_options", '{"device": "cpu"}', "--num_envs", "2",
+                      "--steps", "2", "--max_episode_steps", "2", "--task", "pick_and_lift", "--arm_mode",
+                      "joint_velocity", "--action_timing", "fixed", "--image_size", "16", "16", "--cameras", "front",
+                      "wrist", "--modalities", "rgb", "depth", "mask", "--quiet", "--profile")
+    conversions = [f"convert {camera} {kind}" for camera in ("front", "wrist") for kind in ("rgb", "depth", "mask")]
+    expected = {"physics", "controllers and fault checks", "forward kinematics", "conditions", "render: bvh refit",
+                "render: ray tracing (all cameras, one launch)", *conversions, "low-dim state",
+                "write into the result pages", "reset: episode draw (host)", "reset: upload and kernels"}
+    phases = result["phases_ms"]
+    assert set(phases) == expected and all(ms > 0 for ms in phases.values()), phases
+    assert result["resets"] == 2 and result["env_steps"] > 0
+    assert result["step_ms"] == pytest.approx(1000 * result["elapsed_s"] / result["env_steps"])
+    assert sum(phases.values()) <= result["step_ms"] and result["unprofiled_ms"] >= 0, "phases lie within the step"
+    summary = capsys.readouterr().out
+    assert all(name in summary for name in [*expected, "rest: host, launches, engine, IPC"]), summary
 
 
 def test_cli_entry_point_prints_the_summary():

@@ -89,6 +89,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="probability per env and action that the gripper changes (open <-> closed)")
     parser.add_argument("--as_torch", action="store_true", help="observations as torch tensors")
     parser.add_argument("--device", default=None, help="with --as_torch: the tensors' device, e.g. cuda")
+    parser.add_argument("--profile", action="store_true",
+                        help="mjwarp: time each phase of the step on the device (physics, render, each camera's "
+                             "conversions, page writes, resets) and show it per env-step")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the results here (rank 0)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
@@ -99,6 +102,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--gripper_switch is a probability in [0, 1]")
     if args.device is not None and not args.as_torch:
         parser.error("--device needs --as_torch")
+    if args.profile:
+        if args.backend != "mjwarp":
+            parser.error("--profile times the phases of the mjwarp backend's simulator: add --backend mjwarp")
+        args.backend_options = {**args.backend_options, "profile": True}
     return args
 
 
@@ -184,6 +191,8 @@ def bench_rank(args: argparse.Namespace, info: RankInfo, dist) -> dict[str, Any]
                 dist.barrier()  # ranks time the same window
             advance = progress.task("stepping", calls * num_envs)
             env.reset_stats()
+            if args.profile:
+                env.call("phase_profile", env_ids=[0])  # the phases from here on
             cpu = CpuClock()
             cpu.begin(env.worker_pids)
             start = time.perf_counter()
@@ -193,6 +202,7 @@ def bench_rank(args: argparse.Namespace, info: RankInfo, dist) -> dict[str, Any]
             else:
                 min_envs, errors = None, run_sync(env, obs, sample, calls, advance)
             elapsed = time.perf_counter() - start
+            phases = env.call("phase_profile", env_ids=[0])[0] if args.profile else None
             usage = cpu.end(env.worker_pids, elapsed)
             gpu_after = gpu_used_mb(args.device)
             stats = {key: float(value.sum()) for key, value in env.stats().items()}
@@ -209,6 +219,9 @@ def bench_rank(args: argparse.Namespace, info: RankInfo, dist) -> dict[str, Any]
             steps = max(stats["steps"], 1.0)
             for part in ("exec", "write", "ipc", "reset"):
                 result[f"{part}_ms"] = 1000 * stats[f"{part}_s"] / steps  # worker time per env-step
+            result["step_ms"] = 1000 * elapsed / steps  # wall time per env-step
+            if phases is not None:  # device time per env-step (the worlds step together: shared evenly)
+                result["phases_ms"] = {name: 1000 * seconds / steps for name, seconds in phases.items()}
     finally:
         progress.stop()
     return result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,7 @@ def combine(args: argparse.Namespace, ranks: list[dict[str, Any]]) -> dict[str, 
     first = ranks[0]
     env_steps = sum(r["env_steps"] for r in ranks)
     result = {
-        "command": " ".join(["python -m rlbench_vec.bench", *args.argv]),
+        "command": shlex.join(["python", "-m", "rlbench_vec.bench", *args.argv]),  # quoted: runs as printed
         "world_size": len(ranks), "backend": first["backend"], "task": args.task, "arm_mode": args.arm_mode,
         "action_timing": args.action_timing,
         "num_envs": sum(r["num_envs"] for r in ranks), "steps": args.steps, "action_chunk": args.action_chunk,
@@ -54,8 +55,12 @@ def combine(args: argparse.Namespace, ranks: list[dict[str, Any]]) -> dict[str, 
     result["gl_renderers"] = sorted({name for r in ranks for name in r["gl_renderers"]})
     for key in ("resets", "invalid_actions", "restarts", "workers", "cpu_main_cores", "cpu_workers_cores"):
         result[key] = sum(r[key] for r in ranks)
-    for key in ("exec_ms", "write_ms", "ipc_ms", "reset_ms"):  # weighted by each rank's steps
+    for key in ("exec_ms", "write_ms", "ipc_ms", "reset_ms", "step_ms"):  # weighted by each rank's steps
         result[key] = sum(r[key] * r["env_steps"] for r in ranks) / max(env_steps, 1)
+    if "phases_ms" in first:
+        result["phases_ms"] = combine_phases(ranks, env_steps)
+        # what the step's wall time holds beyond the timed phases: host work, launches, the engine, IPC
+        result["unprofiled_ms"] = result["step_ms"] - sum(result["phases_ms"].values())
     for key in ("cpu_machine_percent", "rss_main_mb", "rss_worker_mb_mean", "shm_mb"):
         result[key] = float(np.mean([r[key] for r in ranks]))
     result["rss_worker_mb_max"] = max(r["rss_worker_mb_max"] for r in ranks)
@@ -64,6 +69,23 @@ def combine(args: argparse.Namespace, ranks: list[dict[str, Any]]) -> dict[str, 
     if len(ranks) > 1:
         result["ranks"] = ranks
     return result
+
+
+def combine_phases(ranks: list[dict[str, Any]], env_steps: int) -> dict[str, float]:
+    """Each phase's ms per env-step over all ranks (weighted by their steps), in the order first seen."""
+    names = list(dict.fromkeys(name for r in ranks for name in r["phases_ms"]))
+    return {name: sum(r["phases_ms"].get(name, 0.0) * r["env_steps"] for r in ranks) / max(env_steps, 1)
+            for name in names}
+
+
+def phase_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """The summary's rows for a --profile run: each phase per env-step and its share of the step."""
+    step = result["step_ms"]
+    rows = [("wall time per env-step (1 / env-steps/s)", f"{step:.4f} ms"),
+            ("mjwarp phases per env-step (--profile)", "")]
+    for name, ms in [*result["phases_ms"].items(), ("rest: host, launches, engine, IPC", result["unprofiled_ms"])]:
+        rows.append((f"  {name}", f"{ms:.4f} ms ({100 * ms / step if step else 0.0:.0f}%)"))
+    return rows
 
 
 def print_summary(result: dict[str, Any]) -> None:
@@ -86,6 +108,8 @@ def print_summary(result: dict[str, Any]) -> None:
                         ("reset", "reset")):
         share = 100 * r[f"{part}_ms"] / worker_ms if worker_ms else 0.0
         table.add_row(f"  {label} per env-step", f"{r[f'{part}_ms']:.3f} ms ({share:.0f}%)")
+    for row in phase_rows(r) if "phases_ms" in r else ():
+        table.add_row(*row)
     table.add_row("startup (all workers ready)", f"{r['startup_s']:.2f} s")
     table.add_row("worker processes", str(r["workers"]))
     if r["gl_renderers"]:

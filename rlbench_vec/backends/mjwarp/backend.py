@@ -17,7 +17,7 @@ from ..mujoco.backend import check_variation_option, task_class
 from ..mujoco.tasks import TASKS
 from . import check_config, device_of, require
 
-OPTIONS = ("device", "nconmax", "njmax", "variation", "deterministic")  # backend_options this backend reads
+OPTIONS = ("device", "nconmax", "njmax", "variation", "deterministic", "profile")  # backend_options this backend reads
 
 
 class MjwarpBackend(Backend):
@@ -27,7 +27,9 @@ class MjwarpBackend(Backend):
     (constraint rows per world: 256), variation (every episode's task variation, or "random": one drawn
     per reset; unset: 0, as the mujoco backend),
     deterministic (MuJoCo Warp's deterministic execution: on a GPU too, each world's trajectory is
-    bit-for-bit a function of its own seed and actions; False).
+    bit-for-bit a function of its own seed and actions; False), profile (time each phase of the work:
+    physics, each camera's conversions, the page writes, resets...; read with call("phase_profile");
+    False: nothing timed).
     """
 
     steps_in_parallel = True  # every world steps in one launch: a step's deadline is one env's
@@ -46,8 +48,9 @@ class MjwarpBackend(Backend):
         unknown = sorted(set(config.backend_options) - set(OPTIONS))
         if unknown:
             raise ConfigError(f"unknown mjwarp backend_options {unknown}; allowed: {list(OPTIONS)}.")
-        if "deterministic" in config.backend_options:
-            flag("mjwarp backend_options['deterministic']", config.backend_options["deterministic"])
+        for name in ("deterministic", "profile"):
+            if name in config.backend_options:
+                flag(f"mjwarp backend_options[{name!r}]", config.backend_options[name])
         for name in ("nconmax", "njmax"):
             if name in config.backend_options:
                 integer(f"mjwarp backend_options[{name!r}]", config.backend_options[name], 1)

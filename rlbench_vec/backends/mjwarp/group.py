@@ -29,6 +29,7 @@ from ..base import EnvGroup, GroupStep, failure
 from . import device_of
 from .control import ARM_MOVING, ERROR_MESSAGES, GRIPPER_MOVING
 from .faults import fault_names
+from .profile import PAGE_WRITE, phase
 
 if "mujoco" not in sys.modules:
     os.environ["MUJOCO_GL"] = "disable"  # the worlds render with MuJoCo Warp: MuJoCo itself needs no GL here
@@ -46,6 +47,7 @@ DEMOS_ALTERNATIVE = (
     "RLBenchVectorEnv(num_envs, task, backend='mujoco', ...).get_demos(amount)."
 )
 READABLE = ("variation", "config", "task")  # what get_attr reads per env
+CALLABLE = ("render_rgb", "phase_profile")
 
 
 class MjwarpGroup(EnvGroup):
@@ -65,8 +67,12 @@ class MjwarpGroup(EnvGroup):
         options = config.backend_options
         self.sim = BatchedSimulation(self._rendered(config), self.size, device_of(config),
                                      nconmax=options.get("nconmax", 64), njmax=options.get("njmax", 256),
-                                     deterministic=bool(options.get("deterministic", False)))
+                                     deterministic=bool(options.get("deterministic", False)),
+                                     profile=bool(options.get("profile", False)))
         self.device = torch.device(self.sim.torch_device)
+        # the page writes run on torch's stream: profiled there
+        self._page_stream = warp.stream_from_torch(torch.cuda.current_stream(self.device)) \
+            if self.sim.profile is not None and self.device.type == "cuda" else None
         self._observations: dict[str, torch.Tensor] | None = None  # None: the state changed since the last render
         self._actions = np.zeros((self.size, self.sim.action_size), np.float32)
         self._starting = np.zeros(self.size, bool)  # worlds given an action since the last advance
@@ -171,19 +177,25 @@ class MjwarpGroup(EnvGroup):
         try:
             source = self._current()
             target = self._as_tensors(views)
-            if len(local) == self.size and np.array_equal(local, self._everyone) and np.array_equal(slots, local):
-                for key in self.layout:
-                    target[key][:self.size].copy_(source[key])
-            else:
-                worlds = torch.from_numpy(local.astype(np.int64)).to(self.device)
-                rows = torch.from_numpy(slots.astype(np.int64)).to(self.device)
-                for key in self.layout:
-                    target[key].index_copy_(0, rows, source[key].index_select(0, worlds))
+            with phase(self.sim.profile, PAGE_WRITE, self._page_stream):
+                self._write(local, slots, source, target)
             if self.device.type == "cuda":
                 torch.cuda.current_stream(self.device).synchronize()  # written before the reply says so
         except Exception as error:
             return {j: failure(error) for j in range(len(local))}
         return {}
+
+    def _write(self, local: np.ndarray, slots: np.ndarray, source: Mapping[str, torch.Tensor],
+               target: Mapping[str, torch.Tensor]) -> None:
+        """Worlds `local`'s observations into the page's rows `slots`: one copy per key."""
+        if len(local) == self.size and np.array_equal(local, self._everyone) and np.array_equal(slots, local):
+            for key in self.layout:
+                target[key][:self.size].copy_(source[key])
+        else:
+            worlds = torch.from_numpy(local.astype(np.int64)).to(self.device)
+            rows = torch.from_numpy(slots.astype(np.int64)).to(self.device)
+            for key in self.layout:
+                target[key].index_copy_(0, rows, source[key].index_select(0, worlds))
 
     def write_one(self, local, out):
         source = self._current()
@@ -218,9 +230,19 @@ class MjwarpGroup(EnvGroup):
                 "backend='mujoco', which renders any camera on request.")
         return frame[local].to("cpu", copy=True).numpy()  # the frame outlives the next render (video queues it)
 
+    def phase_profile(self) -> dict[str, float]:
+        """Seconds per phase of the simulator's work for all worlds since the last call (profile.py);
+        the worlds share it, so any env's call answers for all."""
+        if self.sim.profile is None:
+            raise ConfigError("phase_profile needs the phases timed: backend_options={'profile': True} "
+                              "(the bench's --profile).")
+        return self.sim.phase_totals()
+
     def call(self, local, name, args, kwargs):
         if name == "render_rgb":
             return self.render_rgb(local, *args, **kwargs)
+        if name == "phase_profile":
+            return self.phase_profile()
         if name == "get_demos":
             raise NotImplementedError(DEMOS_ALTERNATIVE)
         if name == "variation":
@@ -233,7 +255,7 @@ class MjwarpGroup(EnvGroup):
             raise AttributeError("the mjwarp backend's envs have no settable attributes: per-env choices go "
                                  "through reset(options={'env_options': [...]}) (e.g. {'variation': v}).")
         raise AttributeError(f"the mjwarp backend's envs have no attribute {name!r}; readable: "
-                             f"{', '.join(READABLE)}; callable: render_rgb.")
+                             f"{', '.join(READABLE)}; callable: {', '.join(CALLABLE)}.")
 
     def close(self) -> None:
         self._observations = None

@@ -10,6 +10,7 @@ bottom, as RLBench's images. Low-dim fields follow backends/mujoco/simulation.py
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import mujoco_warp as mjw
@@ -21,6 +22,8 @@ from ...spec import observation_spec
 from ..mujoco.robot import GRIPPER_OPEN_FRACTION
 from ..mujoco.scene import CAMERA_FAR, CAMERA_NEAR, FINGER_MAX
 from .control import Arm
+from .profile import BVH, LOW_DIM, RENDER, conversion
+from .sequences import Pieces
 from .tasks import BatchedTask
 
 _GEOM = wp.constant(int(mjw.ObjType.GEOM))
@@ -177,7 +180,7 @@ def _robot(arm: Arm, qpos: wp.array2d(dtype=float), qvel: wp.array2d(dtype=float
 
 class Observer:
     """Owns the observation arrays of every world (`arrays`: key -> warp array (num_worlds, ...))
-    and fills them from the current MuJoCo Warp data with `observe`."""
+    and fills them from the current MuJoCo Warp data with the launches of `pieces`."""
 
     def __init__(self, config: EnvConfig, mjm: Any, m: Any, d: Any, arm: Arm, task: BatchedTask, device: Any):
         self.config, self.m, self.d, self.arm, self.task = config, m, d, arm, task
@@ -220,10 +223,18 @@ class Observer:
                 render_seg="mask" in modalities, use_textures=False, use_shadows=False,
                 cam_active=list(self.cameras))
 
-    def observe(self) -> None:
-        """Launch everything that fills `arrays` (capturable in a graph)."""
+    def pieces(self) -> Pieces:
+        """The launches that fill `arrays` (capturable in a graph), as profile phases: the render, each
+        camera's conversions, the low-dim fields."""
+        pieces: Pieces = []
         if self.context is not None:
-            self._cameras()
+            m, d, rc = self.m, self.d, self.context
+            pieces += [(BVH, lambda: mjw.refit_bvh(m, d, rc)), (RENDER, lambda: mjw.render(m, d, rc))]
+            pieces += [(conversion(camera, modality), launch) for i, camera in enumerate(self.cameras)
+                       for modality, launch in self._conversions(i, camera)]
+        return [*pieces, (LOW_DIM, self._low_dim)]
+
+    def _low_dim(self) -> None:
         r = self.robot
         wp.launch(_robot, dim=self.d.nworld, device=self.device, inputs=[
             self.arm, self.d.qpos, self.d.qvel, self.d.qfrc_actuator, self.d.site_xpos, self.d.site_xmat,
@@ -236,24 +247,21 @@ class Observer:
         if state is not None:
             self.task.low_dim_state(self.d, state)
 
-    def _cameras(self) -> None:
-        m, d, rc, c = self.m, self.d, self.context, self.config
-        mjw.refit_bvh(m, d, rc)
-        mjw.render(m, d, rc)
-        rgb_adr, depth_adr, seg_adr = self.offsets["rgb"], self.offsets["depth"], self.offsets["seg"]
+    def _conversions(self, i: int, camera: str) -> list[tuple[str, Callable[[], None]]]:
+        """Camera i's modalities, each a launch that converts the render into its observation array."""
+        m, d, rc, c, out = self.m, self.d, self.context, self.config, self.arrays
         dim = (d.nworld, c.width * c.height)
-        for i, camera in enumerate(self.cameras):
-            out = self.arrays
-            if f"{camera}_rgb" in out:
-                wp.launch(_rgb, dim=dim, device=self.device, inputs=[rc.rgb_data, rgb_adr[i], out[f"{camera}_rgb"]])
-            if f"{camera}_depth" in out:
-                wp.launch(_depth, dim=dim, device=self.device, inputs=[
-                    rc.depth_data, depth_adr[i], CAMERA_NEAR, CAMERA_FAR, int(c.depth_in_meters),
-                    out[f"{camera}_depth"]])
-            if f"{camera}_point_cloud" in out:
-                wp.launch(_point_cloud, dim=dim, device=self.device, inputs=[
-                    rc.depth_data, depth_adr[i], CAMERA_FAR, float(self.focal[i]), d.cam_xpos, d.cam_xmat,
-                    self.camera_ids[i], out[f"{camera}_point_cloud"]])
-            if f"{camera}_mask" in out:
-                wp.launch(_mask, dim=dim, device=self.device, inputs=[
-                    rc.seg_data, seg_adr[i], m.geom_bodyid, out[f"{camera}_mask"]])
+        rgb_adr, depth_adr, seg_adr = self.offsets["rgb"][i], self.offsets["depth"][i], self.offsets["seg"][i]
+        kernels = {
+            "rgb": (_rgb, [rc.rgb_data, rgb_adr]),
+            "depth": (_depth, [rc.depth_data, depth_adr, CAMERA_NEAR, CAMERA_FAR, int(c.depth_in_meters)]),
+            "point_cloud": (_point_cloud, [rc.depth_data, depth_adr, CAMERA_FAR, float(self.focal[i]), d.cam_xpos,
+                                           d.cam_xmat, self.camera_ids[i]]),
+            "mask": (_mask, [rc.seg_data, seg_adr, m.geom_bodyid]),
+        }
+
+        def launcher(kernel: Any, inputs: list[Any]) -> Callable[[], None]:
+            return lambda: wp.launch(kernel, dim=dim, device=self.device, inputs=inputs)
+
+        return [(modality, launcher(kernel, [*inputs, out[f"{camera}_{modality}"]]))
+                for modality, (kernel, inputs) in kernels.items() if f"{camera}_{modality}" in out]

@@ -11,7 +11,7 @@ loop over worlds, except where a reset draws new episodes on the host (episodes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,6 +31,8 @@ from .episodes import EpisodeStarts, Options
 from .faults import count_contacts, detect_faults
 from .kinematics import chain_frames
 from .observation import Observer
+from .profile import CONDITIONS, CONTROLLERS, FORWARD, PHYSICS, RESET_DEVICE, RESET_DRAW, PhaseTimer, phase
+from .sequences import Pieces, Sequences
 from .tasks import BatchedTask
 from .timing import clear_motion, count_phases, end_control_step, end_fixed_step, finish_action, keep_frozen
 
@@ -73,10 +75,11 @@ class BatchedSimulation:
     deterministic: MuJoCo Warp's deterministic execution (stable contact and constraint order, invariant
     atomics), so that on a GPU too a world's trajectory is bit-for-bit its own (warp's CPU device runs
     in order anyway). capture: replay captured graphs (else launch every kernel from Python each call:
-    for debugging). Call reset() before the first step."""
+    for debugging). profile: time each phase (`profile.PhaseTimer`, read with `phase_totals()`); each
+    phase is then a graph of its own. Call reset() before the first step."""
 
     def __init__(self, config: EnvConfig, num_worlds: int, device: str | None = None, *, nconmax: int = 64,
-                 njmax: int = 256, deterministic: bool = False, capture: bool = True):
+                 njmax: int = 256, deterministic: bool = False, capture: bool = True, profile: bool = False):
         if not isinstance(num_worlds, int) or num_worlds < 1:
             raise ConfigError(f"num_worlds must be an integer >= 1, got {num_worlds!r}.")
         self.config = replace(config, backend="mujoco").validated()
@@ -124,13 +127,17 @@ class BatchedSimulation:
         self.output = StepOutput(**{name: wp.to_torch(array) for name, array in self._results.items()})
         self.observations = {key: wp.to_torch(array) for key, array in self.observer.arrays.items()}
 
-        self._sequences = {"reset": self._reset_sequence, "begin": self._begin_sequence,
-                           "control": self._control_step, "finish": self._finish_sequence,
-                           "finish_restore": self._finish_restore_sequence, "observe": self.observer.observe}
-        self._graphs: dict[str, Any] = {}
+        self.profile = PhaseTimer(self.device) if profile else None
+        finish: Pieces = [(FORWARD, self._forward), (CONDITIONS, self._conditions)]
+        self._sequences = Sequences({
+            "reset": [(RESET_DEVICE, self._reset_sequence)], "begin": [(CONTROLLERS, self._begin_sequence)],
+            "control": [(PHYSICS, self._physics), (CONTROLLERS, self._control_checks)], "finish": finish,
+            "finish_restore": [*finish, (RESET_DEVICE, self._restore_faulted)], "observe": self.observer.pieces()},
+            self.device, self.stream, self.profile)
         self._warm_up()
         if capture:
-            self._graphs = {name: self._capture(sequence) for name, sequence in self._sequences.items()}
+            self._sequences.capture()
+        self.phase_totals()  # profiling starts here: not the warm-up's uncaptured launches
         self.episodes.rngs = [np.random.default_rng(world) for world in range(num_worlds)]
 
     def _zeros(self, shape, dtype) -> wp.array:
@@ -149,15 +156,8 @@ class BatchedSimulation:
         self._active_t.fill_(1)
         with wp.ScopedDevice(self.device):
             self._begin_sequence(absolute=0)
-            self._control_step()
-            self._finish_restore_sequence()
-            self.observer.observe()
+        self._sequences.run_uncaptured(("control", "finish_restore", "observe"))
         wp.synchronize_device(self.device)
-
-    def _capture(self, sequence: Callable[[], None]) -> Any:
-        with wp.ScopedCapture(device=self.device, stream=self.stream, force_module_load=False) as capture:
-            sequence()
-        return capture.graph
 
     # --- the launch sequences (each captured in a graph) -------------------------------------------
     # A control step runs MuJoCo Warp's step, which allocates scratch memory; CUDA forbids allocations
@@ -190,10 +190,9 @@ class BatchedSimulation:
         wp.launch(count_phases, dim=n, inputs=[self.controller, self._status], device=self.device)
         wp.copy(self._status_host, self._status)
 
-    def _control_step(self) -> None:
-        """One control step of every world: the servo setpoints and one physics step per substep; the
-        worlds whose action was done before it are put back as they were (frozen); then fault checks
-        and phase changes."""
+    def _physics(self) -> None:
+        """A control step's physics for every world: the servo setpoints and one physics step per
+        substep (the state saved first, for the frozen worlds)."""
         d, n, saved = self.d, self.num_worlds, self._saved
         velocity_mode = int(self.config.arm_mode == "joint_velocity")
         dt = float(self.host.model.opt.timestep)
@@ -203,6 +202,11 @@ class BatchedSimulation:
             wp.launch(control_substep, dim=n, device=self.device,
                       inputs=[self.arm, self.controller, velocity_mode, dt, d.ctrl])
             mjw.step(self.m, d)
+
+    def _control_checks(self) -> None:
+        """After a control step's physics: the worlds whose action was done before it are put back as
+        they were (frozen); then fault checks and phase changes."""
+        d, n, saved = self.d, self.num_worlds, self._saved
         wp.launch(keep_frozen, dim=n, device=self.device, inputs=[
             self.controller, *(getattr(d, name) for name in FROZEN_STATE), *(saved[name] for name in FROZEN_STATE)])
         self._contacts.zero_()
@@ -219,17 +223,18 @@ class BatchedSimulation:
                 self.arm, self.controller, int(self.config.arm_mode == "ik"), d.qpos, d.qvel, self._status])
         wp.copy(self._status_host, self._status)
 
-    def _finish_sequence(self) -> None:
+    def _forward(self) -> None:
+        mjw.forward(self.m, self.d)
+
+    def _conditions(self) -> None:
         d, r = self.d, self._results
-        mjw.forward(self.m, d)
         self.task.success(d, self._success)
         wp.launch(finish_action, dim=self.num_worlds, device=self.device, inputs=[
             self.controller, self._success, r["reward"], r["terminated"], r["truncated"], r["fault"], r["error"],
             r["control_steps"], r["moving"], r["finished"], self._restore_mask])
 
-    def _finish_restore_sequence(self) -> None:
-        """_finish_sequence, then the faulted worlds go back to their episode start."""
-        self._finish_sequence()
+    def _restore_faulted(self) -> None:
+        """After the conditions: the faulted worlds go back to their episode start."""
         self._restore_starts(self._restore_mask)
 
     # --- public API --------------------------------------------------------------------------------
@@ -248,7 +253,8 @@ class BatchedSimulation:
         if worlds.size == 0:
             return {}
         self._synchronize()  # the staging buffers may still be read by the previous upload
-        infos = self.episodes.draw(worlds, seeds, options)
+        with phase(self.profile, RESET_DRAW, None):
+            infos = self.episodes.draw(worlds, seeds, options)
         self._pending_resets[worlds] = True
         if not defer:
             self.apply_resets()
@@ -261,7 +267,8 @@ class BatchedSimulation:
         self._reset_mask.assign(self._pending_resets)
         self._pending_resets[:] = False
         self._torch_before_warp()
-        self.episodes.upload(self.stream)
+        with phase(self.profile, RESET_DEVICE, self.stream):
+            self.episodes.upload(self.stream)
         self._launch("reset", read=False)
         self._warp_before_torch()
 
@@ -342,8 +349,12 @@ class BatchedSimulation:
         """Each world's current task variation."""
         return self.episodes.host_view["variation"].copy()
 
+    def phase_totals(self) -> dict[str, float]:
+        """Seconds per phase since the last call (profile=True; else empty)."""
+        return {} if self.profile is None else self.profile.take()
+
     def close(self) -> None:
-        self._graphs = {}
+        self._sequences.drop()
 
     # --- helpers -----------------------------------------------------------------------------------
 
@@ -372,12 +383,7 @@ class BatchedSimulation:
         """Replay a sequence's graph on the warp stream (or run it, without capture); with `read`, wait
         for it and return the status counters (worlds in an action, worlds faulted, worlds done and
         not yet reported)."""
-        graph = self._graphs.get(name)
-        if graph is not None:
-            wp.capture_launch(graph, stream=self.stream)
-        else:
-            with wp.ScopedDevice(self.device):
-                self._sequences[name]()
+        self._sequences.launch(name)
         if not read:
             return 0, 0, 0
         self._synchronize()
