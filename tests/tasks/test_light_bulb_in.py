@@ -1,6 +1,9 @@
-"""light_bulb_in on both embedded backends, and its descriptions as upstream's."""
+"""light_bulb_in on both embedded backends, its descriptions as upstream's, a state that does not tell the
+chosen bulb, and the glass turning yellow in the lamp."""
 
+from indicator_pixels import check_indicator_lights, yellow_pixels
 from task_checks import check_descriptions, check_mjwarp, check_mujoco
+from upstream_checks import check_state_hides_target
 
 TASK = "light_bulb_in"
 # PerAct's RLBench fork (MohitShridhar/RLBench, branch peract), rlbench/tasks/light_bulb_in.py:
@@ -33,3 +36,12 @@ def test_light_bulb_in_on_mujoco():
 
 def test_light_bulb_in_on_mjwarp():
     check_mjwarp(TASK)
+
+
+def test_light_bulb_in_state_does_not_tell_the_chosen_bulb():
+    # upstream's holder of variation v is bulb_holder{v % 2}: variations 0 and 1 choose different bulbs
+    check_state_hides_target(TASK, (0, 1))
+
+
+def test_light_bulb_in_glass_turns_yellow_in_the_lamp():
+    check_indicator_lights(TASK, yellow_pixels)

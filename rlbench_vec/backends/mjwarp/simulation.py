@@ -41,7 +41,7 @@ FROZEN_STATE = ("time", "qpos", "qvel", "act", "qacc_warmstart", "overflow")  # 
 class StepOutput:
     """One action of every world; (num_worlds,) tensors on the simulation's device."""
 
-    reward: torch.Tensor  # float32: 1.0 on success
+    reward: torch.Tensor  # float32: 1.0 on success (shaped_rewards: the task's reward())
     terminated: torch.Tensor  # bool: success, or an invalid action (error != 0)
     truncated: torch.Tensor  # bool: a fault ended the episode; the world was restored to its episode start
     fault: torch.Tensor  # int32 bits, see faults.FAULT_NAMES
@@ -103,7 +103,8 @@ class BatchedSimulation:
         self.arm = make_arm(host.panda, chain_frames(host.model, host.data), self.device)
         self.controller = make_controller(num_worlds, self.device)
         self.episodes = EpisodeStarts(self.config, host, num_worlds, self.device, self.m.geom_rgba)
-        self.task = BatchedTask(host, self.episodes, num_worlds, self.device, self.m.geom_rgba)
+        self.task = BatchedTask(host, self.episodes, num_worlds, self.device, self.m.geom_rgba,
+                                bool(self.config.backend_options.get("shaped_rewards")))
         self.observer = Observer(self.config, host.model, self.m, self.d, self.arm, self.task, self.device)
         self.spec = self.observer.spec  # per-world layout: rlbench_vec.spec.observation_spec of the mujoco backend
 
@@ -226,6 +227,7 @@ class BatchedSimulation:
         wp.launch(finish_action, dim=self.num_worlds, device=self.device, inputs=[
             self.controller, self._success, r["reward"], r["terminated"], r["truncated"], r["fault"], r["error"],
             r["control_steps"], r["moving"], r["finished"], self._restore_mask])
+        self.task.shape_rewards(d, r)
 
     def _finish_restore_sequence(self) -> None:
         """_finish_sequence, then the faulted worlds go back to their episode start."""
