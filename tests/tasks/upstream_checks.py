@@ -6,6 +6,7 @@ CPU device (two worlds, the same seeds)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from task_checks import MJWARP, config
@@ -19,6 +20,7 @@ STEPS = 3  # random joint-velocity actions per episode
 
 # what the upstream definition computes from one observation (gripper_pose, task_low_dim_state)
 FromObservation = Callable[[np.ndarray, np.ndarray], float]
+Target = Callable[[Any, int], np.ndarray]  # (the mujoco backend's Simulation, variation) -> the target's xyz
 
 
 def observe(backend) -> dict[str, np.ndarray]:
@@ -56,19 +58,29 @@ def check_upstream_state(task: str, upstream: Callable[[object], np.ndarray], se
         backend.close()
 
 
-def check_state_hides_target(task: str, variations: tuple[int, ...], seed: int = SEEDS[0]) -> None:
-    """Episodes of `variations` (whose targets differ) drawn from the same seed give the same
-    task_low_dim_state: its order cannot tell the target."""
+def check_state_hides_target(task: str, episodes: list[tuple[int, int]], target: Target) -> None:
+    """The target's xyz (`target(simulation, variation)`, found as the task's text names it: by colour, by
+    name) sits at different places of task_low_dim_state in the episodes (seed, variation): the state's
+    order does not tell the target."""
     backend = BACKEND(config(task), 0)
+    places = set()
     try:
-        states = []
-        for variation in variations:
+        for seed, variation in episodes:
             backend.reset(seed, {"variation": variation})
-            states.append(observe(backend)["task_low_dim_state"])
+            state, xyz = observe(backend)["task_low_dim_state"], target(backend.sim, variation)
+            found = [k for k in range(len(state) - 2) if np.allclose(state[k:k + 3], xyz, atol=1e-9)]
+            assert len(found) == 1, f"{task}: the target's xyz {xyz} in {state}: at {found}"
+            places.add(found[0])
     finally:
         backend.close()
-    for variation, state in zip(variations[1:], states[1:]):
-        np.testing.assert_array_equal(state, states[0], err_msg=f"{task}: variation {variation}")
+    assert len(places) > 1, f"{task}: the target is always at {places} of the state"
+
+
+def coloured(sim, names: tuple[str, ...], rgb) -> str:
+    """The one of the geoms `names` that has colour `rgb`."""
+    matches = [name for name in names if np.allclose(sim.model.geom(name).rgba[:3], rgb)]
+    assert len(matches) == 1, (names, rgb, matches)
+    return matches[0]
 
 
 def check_shaped_reward(task: str, upstream: FromObservation, mjwarp: bool = True) -> None:
