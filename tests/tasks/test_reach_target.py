@@ -12,6 +12,9 @@ from rlbench_vec.backends.mujoco.tasks.reach_target import SPHERES, ReachTarget
 
 TASK = "reach_target"
 RESETS = 200
+# Seeds whose first layout starts solved (the tool centre already inside the target), so the two runs of
+# 200 resets below fail without the reset's redraw: 621 and 713 (mujoco's), 868 and 957 (mjwarp's).
+MUJOCO_SEEDS, MJWARP_SEEDS = range(600, 600 + RESETS), range(800, 800 + RESETS)
 # RLBench (stepjam/RLBench, master 02720bb), rlbench/tasks/reach_target.py:
 # what init_episode returns, per variation.
 UPSTREAM_DESCRIPTIONS = {
@@ -65,7 +68,7 @@ def test_reach_target_200_resets_start_unsolved_with_spheres_apart_on_mujoco():
     backend = BACKEND(config(TASK), 0)
     try:
         positions, solved = [], []
-        for seed in range(RESETS):
+        for seed in MUJOCO_SEEDS:
             backend.reset(seed, None)
             positions.append([backend.sim.world.position(name) for name in SPHERES])
             solved.append(backend.step(HOLD).terminated)
@@ -84,7 +87,7 @@ def test_reach_target_200_resets_start_unsolved_with_spheres_apart_on_mjwarp():
 
     sim = BatchedSimulation(cfg, RESETS, "cpu")
     try:
-        sim.reset(seeds=list(range(RESETS, 2 * RESETS)))
+        sim.reset(seeds=list(MJWARP_SEEDS))
         result = sim.step(np.tile(HOLD, (RESETS, 1)))
         out = {key: tensor.cpu().numpy() for key, tensor in sim.observe().items()}
         mocap = sim.d.mocap_pos.numpy()

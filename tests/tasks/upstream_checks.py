@@ -85,7 +85,8 @@ def coloured(sim, names: tuple[str, ...], rgb) -> str:
 
 def check_shaped_reward(task: str, upstream: FromObservation, mjwarp: bool = True) -> None:
     """With shaped_rewards, every step's reward is upstream's reward() computed from the observation after
-    it, on mujoco and (unless a test of the task checks it otherwise) on mjwarp, the same seeds and actions."""
+    it (and an oracle demo still ends in success), on mujoco and (unless a test of the task checks it
+    otherwise) on mjwarp, the same seeds and actions."""
     cfg = config(task, backend_options={"shaped_rewards": True})
     BACKEND.validate(cfg)
     backend = BACKEND(cfg, 0)
@@ -98,6 +99,8 @@ def check_shaped_reward(task: str, upstream: FromObservation, mjwarp: bool = Tru
                 assert reward < 0
                 np.testing.assert_allclose(reward, upstream(out["gripper_pose"], out["task_low_dim_state"]),
                                            rtol=1e-9)
+        demo, = backend.get_demos(1, seed=SEEDS[0])  # success still ends the episode, and is told apart
+        assert demo.success
     finally:
         backend.close()
     if MJWARP and mjwarp:

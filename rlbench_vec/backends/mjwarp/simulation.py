@@ -103,8 +103,7 @@ class BatchedSimulation:
         self.arm = make_arm(host.panda, chain_frames(host.model, host.data), self.device)
         self.controller = make_controller(num_worlds, self.device)
         self.episodes = EpisodeStarts(self.config, host, num_worlds, self.device, self.m.geom_rgba)
-        self.task = BatchedTask(host, self.episodes, num_worlds, self.device, self.m.geom_rgba,
-                                bool(self.config.backend_options.get("shaped_rewards")))
+        self.task = BatchedTask(host, self.episodes, num_worlds, self.device, self.m.geom_rgba)
         self.observer = Observer(self.config, host.model, self.m, self.d, self.arm, self.task, self.device)
         self.spec = self.observer.spec  # per-world layout: rlbench_vec.spec.observation_spec of the mujoco backend
 

@@ -79,10 +79,10 @@ def _low_dim_state(kinds: wp.array2d(dtype=int), ids: wp.array2d(dtype=int), off
 
 
 class BatchedTask:
-    """The host simulation's task on `num_worlds` worlds; `episodes` holds each world's start and variation."""
+    """The host simulation's task on `num_worlds` worlds; `episodes` holds each world's start and variation;
+    the host's config says whether rewards are shaped."""
 
-    def __init__(self, host: Simulation, episodes: EpisodeStarts, num_worlds: int, device: Any, geom_rgba: wp.array,
-                 shaped: bool = False):
+    def __init__(self, host: Simulation, episodes: EpisodeStarts, num_worlds: int, device: Any, geom_rgba: wp.array):
         task, model, self.device, self.episodes = host.task, host.model, device, episodes
         self.geom_rgba = geom_rgba  # the device model's per-world colours, which indicators change
         variations = range(task.variation_count)
@@ -104,8 +104,8 @@ class BatchedTask:
         self.kinds = ints([[KINDS.index(term.kind) for term in row] for row in terms])
         self.ids = ints([[term_id(term.kind, term.name) for term in row] for row in terms])
         self.offsets = ints(np.cumsum([0, *sizes[:-1]]))
-        self.shaped = shaped
-        if shaped:  # each variation's pairs of points, padded with kind -1 to the longest
+        self.shaped = bool(host.config.backend_options.get("shaped_rewards"))
+        if self.shaped:  # each variation's pairs of points, padded with kind -1 to the longest
             rewards = [task.reward(v) for v in variations]
             pairs = [[] if reward is None else list(reward.distances) for reward in rewards]
             width = max(1, *map(len, pairs))

@@ -262,8 +262,8 @@ class MujocoBackend(Backend):
             result = self.sim.act(action)
             actions.append(action)
             frames.append(self._observe(spec))
-            if result.terminated:
-                success = result.reward > 0
+            if result.terminated:  # success, or an invalid action (the reward may be shaped: read neither from it)
+                success = not result.info.get("invalid_action", False)
                 break
         observations = {key: np.stack([frame[key] for frame in frames]) for key in spec}
         action_array = np.array(actions, np.float32).reshape(len(actions), -1)
