@@ -300,6 +300,9 @@ def test_backend_options_and_worker_split_are_checked_in_the_main_process(make_e
         make_env(num_envs=2, backend="mjwarp", backend_options={"device": DEVICE, "renderer": "egl"})
     with pytest.raises(ConfigError, match=r"reach_target has 20 variations\) or 'random'"):
         make_env(num_envs=2, backend="mjwarp", backend_options={"device": DEVICE, "variation": 20})
+    with pytest.raises(ConfigError, match=r"task 'pick_and_lift' has no reward\(\) upstream.*reach_target"):
+        make_env(num_envs=2, task="pick_and_lift", backend="mjwarp",
+                 backend_options={"device": DEVICE, "shaped_rewards": True})
     with pytest.raises(ConfigError, match="envs_per_worker"):
         make_env(num_envs=4, envs_per_worker=2, **ENGINE)
     with pytest.raises(ConfigError, match="arm_mode='ik'"):

@@ -86,6 +86,11 @@ def test_validate_names_the_problem():
         BACKEND.validate(replace(make_config(), backend_options={"colour": 1}))
     with pytest.raises(ConfigError, match="variation must be an integer in 0..2"):
         BACKEND.validate(replace(make_config(task="open_drawer"), backend_options={"variation": 3}))
+    with pytest.raises(ConfigError, match=r"task 'open_drawer' has no reward\(\) upstream.*Tasks with one: "
+                                          r"reach_target, take_lid_off_saucepan;"):
+        BACKEND.validate(replace(make_config(task="open_drawer"), backend_options={"shaped_rewards": True}))
+    with pytest.raises(ConfigError, match="shaped_rewards'] must be True or False"):
+        BACKEND.validate(replace(make_config(), backend_options={"shaped_rewards": "yes"}))
     with pytest.raises(ConfigError, match="renderer 'vulkan' is not supported"):
         BACKEND.validate(replace(make_config(), renderer="vulkan"))
     with pytest.raises(ConfigError, match="offscreen buffer"):
@@ -94,7 +99,7 @@ def test_validate_names_the_problem():
 
 def test_class_methods_need_no_simulator():
     assert {name: BACKEND.task_state_size(make_config(task=name)) for name in SWEPT_TASKS} == {
-        "reach_target": 9, "open_drawer": 6, "pick_and_lift": 16}
+        "reach_target": 3, "open_drawer": 12, "pick_and_lift": 6}
     assert BACKEND.needs_display(make_config(renderer="glfw"))
     assert not BACKEND.needs_display(make_config(renderer="osmesa"))
     assert not BACKEND.needs_display(make_config(renderer="egl"))
@@ -292,7 +297,7 @@ def test_get_demos_stack_observations_and_actions(backend_for):
         steps = len(demo.actions)
         assert demo.actions.shape == (steps, 8) and steps >= 1
         assert demo.observations["front_rgb"].shape == (steps + 1, 24, 32, 3)
-        assert demo.observations["task_low_dim_state"].shape == (steps + 1, 9)
+        assert demo.observations["task_low_dim_state"].shape == (steps + 1, 3)
 
 
 # --- rendering ------------------------------------------------------------------------------------
@@ -370,7 +375,7 @@ def test_vector_env_runs_the_mujoco_backend():
                            cameras=("front", "wrist"), arm_mode="joint_velocity")
     try:
         obs, info = env.reset(seed=0)
-        assert obs["front_rgb"].shape == (2, 32, 32, 3) and obs["task_low_dim_state"].shape == (2, 9)
+        assert obs["front_rgb"].shape == (2, 32, 32, 3) and obs["task_low_dim_state"].shape == (2, 3)
         assert len(info["descriptions"]) == 2
         wrist = obs["wrist_rgb"].copy()
         actions = np.zeros((2, 8), np.float32)

@@ -64,13 +64,13 @@ def test_flat_observations_and_bounded_actions(sb3_env):
     env = sb3_env(num_envs=2, observation="flat")
     layout = env.flat_layout
     assert list(layout) == sorted(LOW_DIM)  # gymnasium's Dict orders its keys
-    assert env.observation_space == gym.spaces.Box(-np.inf, np.inf, (7 + 7 + 9,), np.float32)
+    assert env.observation_space == gym.spaces.Box(-np.inf, np.inf, (7 + 7 + 3,), np.float32)
     assert np.all(env.action_space.low == [-1.0] * 7 + [0.0]) and np.all(env.action_space.high == 1.0)
     obs = env.reset()
-    assert obs.shape == (2, 23) and obs.dtype == np.float32
+    assert obs.shape == (2, 17) and obs.dtype == np.float32
     assert all(env.observation_space.contains(row) for row in obs)
     single = env.vector_env.single_observation_space
-    assert single["task_low_dim_state"].shape == (9,) and len(env.reset_infos) == 2
+    assert single["task_low_dim_state"].shape == (3,) and len(env.reset_infos) == 2
     assert all(info["descriptions"] for info in env.reset_infos)
 
 

@@ -1,6 +1,10 @@
-"""open_drawer on both embedded backends, and its descriptions as upstream's."""
+"""open_drawer on both embedded backends, its descriptions as upstream's, and a state that does not tell
+the chosen drawer."""
 
 from task_checks import check_descriptions, check_mjwarp, check_mujoco
+from upstream_checks import check_state_hides_target
+
+from rlbench_vec.backends.mujoco.tasks.open_drawer import OPTIONS
 
 TASK = "open_drawer"
 # PerAct's RLBench fork (MohitShridhar/RLBench, branch peract), rlbench/tasks/open_drawer.py:
@@ -29,3 +33,8 @@ def test_open_drawer_on_mujoco():
 
 def test_open_drawer_on_mjwarp():
     check_mjwarp(TASK)
+
+
+def test_open_drawer_state_does_not_tell_the_chosen_drawer():
+    check_state_hides_target(TASK, [(0, v) for v in range(3)],
+                             lambda sim, v: sim.world.geom_position(f"handle_{OPTIONS[v]}"))

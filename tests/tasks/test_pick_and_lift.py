@@ -1,6 +1,8 @@
-"""pick_and_lift on both embedded backends, and its descriptions as upstream's."""
+"""pick_and_lift on both embedded backends, and its descriptions and state as upstream's."""
 
+import numpy as np
 from task_checks import check_descriptions, check_mjwarp, check_mujoco
+from upstream_checks import check_upstream_state
 
 TASK = "pick_and_lift"
 # RLBench (stepjam/RLBench, master 02720bb), rlbench/tasks/pick_and_lift.py:
@@ -29,3 +31,9 @@ def test_pick_and_lift_on_mujoco():
 
 def test_pick_and_lift_on_mjwarp():
     check_mjwarp(TASK)
+
+
+def test_pick_and_lift_state_is_upstreams_block_and_detector_positions():
+    # upstream get_low_dim_state: np.concatenate([self.target_block.get_position(),
+    #                                             self.success_detector.get_position()], 0)
+    check_upstream_state(TASK, lambda world: np.concatenate([world.position("block"), world.site_position("success")]))

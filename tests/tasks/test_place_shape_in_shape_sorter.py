@@ -1,6 +1,10 @@
-"""place_shape_in_shape_sorter on both embedded backends, and its descriptions as upstream's."""
+"""place_shape_in_shape_sorter on both embedded backends, its descriptions as upstream's, and a state that does not tell
+the chosen shape."""
 
 from task_checks import check_descriptions, check_mjwarp, check_mujoco
+from upstream_checks import check_state_hides_target
+
+from rlbench_vec.backends.mujoco.tasks.place_shape_in_shape_sorter import SHAPES
 
 TASK = "place_shape_in_shape_sorter"
 # PerAct's RLBench fork (MohitShridhar/RLBench, branch peract), rlbench/tasks/place_shape_in_shape_sorter.py:
@@ -31,3 +35,7 @@ def test_place_shape_in_shape_sorter_on_mujoco():
 
 def test_place_shape_in_shape_sorter_on_mjwarp():
     check_mjwarp(TASK)
+
+
+def test_place_shape_in_shape_sorter_state_does_not_tell_the_chosen_shape():
+    check_state_hides_target(TASK, [(0, v) for v in range(5)], lambda sim, v: sim.world.position(SHAPES[v]))

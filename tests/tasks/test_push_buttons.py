@@ -1,6 +1,6 @@
 """push_buttons on both embedded backends, and its descriptions as upstream's."""
 
-from button_plates import check_plates_turn_green
+from indicator_pixels import check_indicator_lights, green_pixels
 from task_checks import check_descriptions, check_mjwarp, check_mujoco
 
 TASK = "push_buttons"
@@ -38,4 +38,4 @@ def test_push_buttons_on_mjwarp():
 
 
 def test_push_buttons_plates_turn_green_when_pressed():
-    check_plates_turn_green(TASK)
+    check_indicator_lights(TASK, green_pixels)

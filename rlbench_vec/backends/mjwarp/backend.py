@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from ...config import EnvConfig, flag, integer
 from ...errors import ConfigError
 from ..base import Backend, EnvGroup
-from ..mujoco.backend import check_variation_option, task_class
+from ..mujoco.backend import check_shaped_rewards, check_variation_option, task_class
 from ..mujoco.tasks import TASKS
 from . import check_config, device_of, require
 
-OPTIONS = ("device", "nconmax", "njmax", "variation", "deterministic", "profile")  # backend_options this backend reads
+# backend_options this backend reads
+OPTIONS = ("device", "nconmax", "njmax", "variation", "deterministic", "shaped_rewards", "profile")
 
 
 class MjwarpBackend(Backend):
@@ -27,9 +28,10 @@ class MjwarpBackend(Backend):
     (constraint rows per world: 256), variation (every episode's task variation, or "random": one drawn
     per reset; unset: 0, as the mujoco backend),
     deterministic (MuJoCo Warp's deterministic execution: on a GPU too, each world's trajectory is
-    bit-for-bit a function of its own seed and actions; False), profile (time each phase of the work:
-    physics, each camera's conversions, the page writes, resets...; read with call("phase_profile");
-    False: nothing timed).
+    bit-for-bit a function of its own seed and actions; False), shaped_rewards (the task's reward() as
+    RLBench's shaped rewards, computed on the device; only for tasks that define one; False), profile (time
+    each phase of the work: physics, each camera's conversions, the page writes, resets...; read with
+    call("phase_profile"); False: nothing timed).
     """
 
     steps_in_parallel = True  # every world steps in one launch: a step's deadline is one env's
@@ -56,6 +58,7 @@ class MjwarpBackend(Backend):
                 integer(f"mjwarp backend_options[{name!r}]", config.backend_options[name], 1)
         if "variation" in config.backend_options:
             check_variation_option(task_class(config), config.backend_options["variation"], cls.name)
+        check_shaped_rewards(task_class(config), config.backend_options, cls.name)
         device = device_of(config)
         if device.startswith("cuda"):
             import torch

@@ -43,7 +43,7 @@ FROZEN_STATE = ("time", "qpos", "qvel", "act", "qacc_warmstart", "overflow")  # 
 class StepOutput:
     """One action of every world; (num_worlds,) tensors on the simulation's device."""
 
-    reward: torch.Tensor  # float32: 1.0 on success
+    reward: torch.Tensor  # float32: 1.0 on success (shaped_rewards: the task's reward())
     terminated: torch.Tensor  # bool: success, or an invalid action (error != 0)
     truncated: torch.Tensor  # bool: a fault ended the episode; the world was restored to its episode start
     fault: torch.Tensor  # int32 bits, see faults.FAULT_NAMES
@@ -232,6 +232,7 @@ class BatchedSimulation:
         wp.launch(finish_action, dim=self.num_worlds, device=self.device, inputs=[
             self.controller, self._success, r["reward"], r["terminated"], r["truncated"], r["fault"], r["error"],
             r["control_steps"], r["moving"], r["finished"], self._restore_mask])
+        self.task.shape_rewards(d, r)
 
     def _restore_faulted(self) -> None:
         """After the conditions: the faulted worlds go back to their episode start."""

@@ -4,6 +4,9 @@ backend_options:
   variation         the task variation of every reset: an int, or "random" to draw one per reset from
                     the reset's seed. Unset: variation 0, as an RLBench TaskEnvironment until
                     set_variation. reset(options={"variation": v}) sets it for one reset.
+  shaped_rewards    (bool) each step returns the task's reward() as RLBench's Environment(shaped_rewards=True):
+                    only for tasks that define one (reach_target, take_lid_off_saucepan); success still ends
+                    the episode.
   oracle (bool)     each step acts the task's waypoint oracle's next action for the episode (the action
                     given is checked, then ignored): the upper bound `rlbench_vec.evaluate --policy oracle`
                     scores. An oracle out of waypoints ends the episode (info["oracle_exhausted"]).
@@ -23,14 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from ...config import EnvConfig
+from ...config import EnvConfig, flag
 from ...errors import BackendUnavailableError, ConfigError
 from ..base import Backend, BackendGroup, Demo, EnvGroup, StepResult, failure
 from .scene import offscreen_size
 from .tasks import TASKS, Task, find_task
 
 RENDERERS = ("egl", "osmesa", "glfw")
-OPTIONS = ("variation", "oracle")
+OPTIONS = ("variation", "oracle", "shaped_rewards")
 MAX_OFFSCREEN = 16384  # GL_MAX_RENDERBUFFER_SIZE of Mesa's llvmpipe (GPUs allow at least as much)
 DEMO_ATTEMPTS = 10  # fresh episodes tried per demo before one is returned unsuccessful, like RLBench
 
@@ -112,6 +115,17 @@ def check_variation_option(task: type[Task], value: Any, backend: str) -> None:
         _check_variation(task, value, f"{backend} backend_options", f" or {RANDOM_VARIATION!r} (one drawn per reset)")
 
 
+def check_shaped_rewards(task: type[Task], options: Mapping[str, Any], backend: str) -> None:
+    """backend_options["shaped_rewards"]: a flag, and only for a task that declares RLBench's reward(), else
+    a ConfigError naming the tasks that do."""
+    if flag(f"{backend} backend_options['shaped_rewards']", options.get("shaped_rewards", False)) \
+            and not task.has_reward():
+        with_reward = ", ".join(name for name, declared in sorted(TASKS.items()) if declared.has_reward())
+        raise ConfigError(f"shaped_rewards=True, but task {task.name!r} has no reward() upstream (RLBench would raise "
+                          f"at the first step). Tasks with one: {with_reward}; or leave shaped_rewards unset "
+                          "(reward 1.0 on success).")
+
+
 def choose_variation(task: type[Task], config: EnvConfig, options: Mapping[str, Any] | None,
                      rng: np.random.Generator) -> int:
     """The variation of a new episode: reset options, else backend_options (a variation, or "random":
@@ -134,6 +148,7 @@ class MujocoBackend(Backend):
             raise ConfigError(f"unknown mujoco backend_options {unknown}; allowed: {list(OPTIONS)}.")
         if "variation" in config.backend_options:
             check_variation_option(task, config.backend_options["variation"], cls.name)
+        check_shaped_rewards(task, config.backend_options, cls.name)
         if config.backend_options.get("oracle") and config.action_timing != "rlbench":
             raise ConfigError("backend_options['oracle'] plans one action per waypoint, each run until it is done: "
                               "it needs action_timing='rlbench'.")
@@ -247,8 +262,8 @@ class MujocoBackend(Backend):
             result = self.sim.act(action)
             actions.append(action)
             frames.append(self._observe(spec))
-            if result.terminated:
-                success = result.reward > 0
+            if result.terminated:  # success, or an invalid action (the reward may be shaped: read neither from it)
+                success = not result.info.get("invalid_action", False)
                 break
         observations = {key: np.stack([frame[key] for frame in frames]) for key in spec}
         action_array = np.array(actions, np.float32).reshape(len(actions), -1)

@@ -21,6 +21,7 @@ from .robot import Panda
 from .scene import CAMERA_FAR, CAMERA_NEAR, Scene, offscreen_size
 from .success import SuccessEvaluator
 from .tasks import find_task
+from .tasks.base import ShapedReward
 from .world import World
 
 COPPELIA_CAMERA_AXES = np.diag([-1.0, 1.0, -1.0])  # MuJoCo camera frame -> CoppeliaSim vision sensor frame
@@ -55,6 +56,7 @@ class Simulation:
         self.world = World(self.model, self.data)
         self.success = SuccessEvaluator(self.world)
         self.variation = 0
+        self.shaped: ShapedReward | None = None  # backend_options["shaped_rewards"]: the variation's reward()
         self.panda = Panda(self.model, self.data)
         self.executor = ActionExecutor(config, self.panda)
         self.renderer = renderer
@@ -93,21 +95,29 @@ class Simulation:
         """A new episode of `variation` drawn from `rng`: a layout whose oracle waypoints the arm can reach
         (others are drawn again, as RLBench's placement retries), settled: stepped with the arm held until
         nothing moves (at most SETTLE_STEPS, as RLBench lets objects come to rest before an episode
-        starts); its conditions measured from the settled state."""
+        starts); its conditions measured from the settled state, and drawn again where they already hold
+        (an episode never starts solved)."""
         self.variation = variation
+        self.shaped = self.task.reward(variation) if self.config.backend_options.get("shaped_rewards") else None
         for _ in range(PLACEMENT_ATTEMPTS):
             self._place(variation, rng)
-            if reachable(self.task.oracle(self.world, variation), self.panda):
-                break
-        else:
-            raise RuntimeError(f"{self.task.name}: no layout of variation {variation} in {PLACEMENT_ATTEMPTS} draws "
-                               "has oracle waypoints the arm can reach; the task's placement ranges are too wide")
+            if not reachable(self.task.oracle(self.world, variation), self.panda):
+                continue
+            self._settle()
+            self.success.start(self.task.success(variation), self.task.indicators(variation))
+            if not self.success.met_at_start():
+                return
+        raise RuntimeError(f"{self.task.name}: no layout of variation {variation} in {PLACEMENT_ATTEMPTS} draws "
+                           "has oracle waypoints the arm can reach and starts unsolved; the task's placement "
+                           "ranges are too wide")
+
+    def _settle(self) -> None:
+        """Step with the arm held until nothing moves (at most SETTLE_STEPS), then forward."""
         for _ in range(SETTLE_STEPS):
             if np.all(np.abs(self.data.qvel) < STILL_SPEED) and self.data.time > 0:
                 break
             self.panda.hold()
         mujoco.mj_forward(self.model, self.data)
-        self.success.start(self.task.success(variation), self.task.indicators(variation))
 
     def _place(self, variation: int, rng: np.random.Generator) -> None:
         """The robot at home and the task's objects drawn for `variation`, not yet stepped."""
@@ -118,14 +128,17 @@ class Simulation:
         mujoco.mj_forward(self.model, self.data)
 
     def act(self, action: np.ndarray) -> StepResult:
-        """Execute one action: reward 1 and termination on success; an invalid action ends the episode."""
+        """Execute one action: reward 1 and termination on success (shaped_rewards: the task's reward(),
+        termination still on success, as RLBench's TaskEnvironment.step); an invalid action ends the
+        episode with reward 0."""
         try:
             self.executor.apply(action)
         except InvalidAction as error:
             return StepResult(0.0, True, {"error": f"InvalidActionError: {error}", "invalid_action": True})
         mujoco.mj_forward(self.model, self.data)  # positions, sites and contacts of the new state
         success = self.success.met()
-        return StepResult(float(success), success, self.motion_info())
+        reward = float(success) if self.shaped is None else self.world.shaped_reward(self.shaped)
+        return StepResult(reward, success, self.motion_info())
 
     def motion_info(self) -> dict[str, bool]:
         """action_timing="fixed": what is still under way after the step (nothing: an empty info)."""

@@ -36,6 +36,13 @@ class SuccessEvaluator:
         self.progress = {}
         self.start_qpos = self.world.data.qpos.copy()
 
+    def met_at_start(self) -> bool:
+        """Whether the episode's condition already holds, without colouring indicators or keeping the
+        progress it would make (a reset draws such an episode again)."""
+        met = self._met(self.condition, self.world.grasped_bodies())
+        self.progress = {}
+        return met
+
     def met(self) -> bool:
         """Evaluate on the current state (positions and contacts as of the last mj_forward); colour the
         geoms of the indicators met."""

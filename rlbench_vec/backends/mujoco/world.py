@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .geometry import mat_to_quat, wxyz_to_xyzw
-from .tasks.base import StateTerm
+from .tasks.base import ShapedReward, StateTerm
 from .tasks.conditions import TCP
 
 PADS = ("panda_finger1_pad", "panda_finger2_pad")
@@ -181,3 +181,7 @@ class World:
                 parts.append([self.data.qpos[self.qpos_adr(term.name)]])
         return np.concatenate(parts)
 
+
+    def shaped_reward(self, reward: ShapedReward) -> float:
+        """RLBench's task reward(): minus the summed distances of the declared pairs of points."""
+        return -sum(float(np.linalg.norm(self.state([a]) - self.state([b]))) for a, b in reward.distances)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..geometry import mat_to_quat, yaw_rotation
 from ..scene import Scene
-from .conditions import Condition
+from .conditions import TCP, Condition
 
 # RLBench's colour list (rlbench/const.py): variations of the colour tasks index into it.
 COLORS = (
@@ -64,6 +64,24 @@ def geom_position(name: str) -> StateTerm:
 
 def joint_position(name: str) -> StateTerm:
     return StateTerm("joint_position", name)
+
+
+POINT_KINDS = ("body_position", "site_position", "geom_position")
+TIP = StateTerm("site_position", TCP)  # RLBench's robot.arm.get_tip(): the tool centre
+
+
+@dataclass(frozen=True, init=False)
+class ShapedReward:
+    """RLBench's task reward() (what Environment(shaped_rewards=True) makes step return): minus the sum of
+    the distances between the two points of each pair; points are position terms (POINT_KINDS)."""
+
+    distances: tuple[tuple[StateTerm, StateTerm], ...]
+
+    def __init__(self, *distances: tuple[StateTerm, StateTerm]):
+        for pair in distances:
+            if len(pair) != 2 or any(point.kind not in POINT_KINDS for point in pair):
+                raise ValueError(f"a shaped reward's distance is between two of {POINT_KINDS}, got {pair}")
+        object.__setattr__(self, "distances", tuple(distances))
 
 
 @dataclass
@@ -132,6 +150,10 @@ class Task:
         """task_low_dim_state, as terms; every variation must give the same sizes in the same order."""
         raise NotImplementedError
 
+    def reward(self, variation: int) -> ShapedReward | None:
+        """RLBench's reward() of the task, for shaped_rewards; None (the default) where upstream defines none."""
+        return None
+
     def indicators(self, variation: int) -> tuple[Indicator, ...]:
         """Colour changes RLBench's task makes when a condition is met (push_buttons' plates turning
         green); none by default."""
@@ -144,6 +166,10 @@ class Task:
     @classmethod
     def state_size(cls) -> int:
         return sum(term.size for term in cls().low_dim_state(0))
+
+    @classmethod
+    def has_reward(cls) -> bool:
+        return cls().reward(0) is not None
 
 
 def pick_colours(rng: np.random.Generator, variation: int, distractors: int) -> list[tuple[float, float, float]]:

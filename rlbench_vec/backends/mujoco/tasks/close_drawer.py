@@ -2,7 +2,7 @@
 variation, 3) of open_drawer's cabinet; the chosen drawer starts 0.1 m open, as in RLBench.
 
 Success (as RLBench): the chosen drawer's joint moved more than 0.06 m from where the episode started it.
-State: as open_drawer's (the chosen handle's xyz, the three drawers' openings). The oracle grasps the
+State: as open_drawer's (the three handles' xyz, the three drawers' openings). The oracle grasps the
 handle as open_drawer's does and pushes it home.
 Placement yaw: cabinet yaw ±π/8 (as upstream's base_rotation_bounds);
 layouts the oracle cannot reach are drawn again."""

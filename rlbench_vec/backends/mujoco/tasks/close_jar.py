@@ -1,10 +1,12 @@
 """close_jar (PerAct's RLBench: rlbench/tasks/close_jar.py): put the lid on the jar of the variation's
-colour (RLBench's 20 colours); the other jar has a distractor colour.
+colour (RLBench's 20 colours); the other jar has a distractor colour. As upstream, variation v's jar is
+jar `v % 2`.
 
 Success (as RLBench): nothing grasped and the lid detected by the region just above the chosen jar's top.
 Departures: jars are cylinders and the lid a flat square box set down on the jar (upstream detects
 the lid there, not that it is screwed on); the success region's size is ours (upstream's sensor lives in its
-binary scene file). State: lid xyz + quaternion xyzw, then the two jars' xyz (the chosen jar first).
+binary scene file). State: lid xyz + quaternion xyzw, then jar0's and jar1's xyz (a fixed order: the
+chosen jar is the variation's `v % 2`).
 Placement yaw: lid yaw ±π, jars round (upstream: the base ±0.6π, the lid fixed to it and round, the jars
 ±π on it): every yaw a square lid can show, as wide as upstream's; the spawn area (ours, the table's) does
 not turn. Layouts the oracle cannot reach are drawn again."""
@@ -33,7 +35,7 @@ from .base import (
 from .conditions import ConditionSet, DetectedCondition, NothingGrasped
 from .objects import free_box, mocap_body, region
 
-JARS = ("jar0", "jar1")  # jar0 is the variation's
+JARS = ("jar0", "jar1")  # variation v's is jar v % 2, as upstream's
 
 
 class CloseJar(Task):
@@ -47,7 +49,8 @@ class CloseJar(Task):
         for name, jar in zip(JARS, jars):
             geom(jar, "cylinder", (0.5, 0.5, 0.5, 1.0), SCENERY, name=name,
                  size=(self.JAR_RADIUS, self.JAR_HALF_HEIGHT), pos=(0, 0, self.JAR_HALF_HEIGHT))
-        region(jars[0], "success", radius=0.02, position=(0, 0, 2 * self.JAR_HALF_HEIGHT + self.LID_HALF[2]))
+        for index, jar in enumerate(jars):  # upstream moves its one sensor onto the chosen jar
+            region(jar, f"success{index}", radius=0.02, position=(0, 0, 2 * self.JAR_HALF_HEIGHT + self.LID_HALF[2]))
         free_box(scene.worldbody, "lid", self.LID_HALF, rgba=(0.75, 0.75, 0.78, 1.0), mass=0.05)
 
     def descriptions(self, variation: int) -> list[str]:
@@ -58,21 +61,24 @@ class CloseJar(Task):
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
         positions = sample_apart(rng, len(JARS) + 1, SPAWN_LOW, SPAWN_HIGH, min_distance=0.15)
-        for name, xy, colour in zip(JARS, positions, pick_colours(rng, variation, 1)):
+        colours = pick_colours(rng, variation, 1)  # the variation's colour first
+        if variation % 2:
+            colours.reverse()
+        for name, xy, colour in zip(JARS, positions, colours):
             world.set_pose(name, (*xy, TABLE_TOP_Z))
             world.set_colour(name, colour)
         world.set_pose("lid", (*positions[-1], TABLE_TOP_Z + self.LID_HALF[2]),
                        axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
 
     def success(self, variation: int) -> ConditionSet:
-        return ConditionSet([NothingGrasped(), DetectedCondition("lid", "success")])
+        return ConditionSet([NothingGrasped(), DetectedCondition("lid", f"success{variation % 2}")])
 
     def low_dim_state(self, variation: int):
         return (body_position("lid"), body_quat("lid"), *(body_position(name) for name in JARS))
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         quat = top_down_quat(square_yaw(body_yaw(world.quat("lid")), math.pi / 2))
-        drop = world.position("jar0") + [0, 0, 2 * self.JAR_HALF_HEIGHT + self.LID_HALF[2] + 0.005]
+        drop = world.position(JARS[variation % 2]) + [0, 0, 2 * self.JAR_HALF_HEIGHT + self.LID_HALF[2] + 0.005]
         return pick_and_place(world.position("lid"), quat, drop)
 
 

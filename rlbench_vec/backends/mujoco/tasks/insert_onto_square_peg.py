@@ -1,10 +1,12 @@
 """insert_onto_square_peg (PerAct's RLBench: rlbench/tasks/insert_onto_square_peg.py): put the square ring
 onto the spoke of the variation's colour (RLBench's 20 colours); the other two spokes have distractor colours.
+As upstream, the spoke given the variation's colour is drawn per episode, and the success centre moved to it.
 
 Success (as RLBench): the ring detected around the chosen spoke (RLBench's four detectors round the spoke's
-foot become one box region there, detecting any part of the ring). Departures: the ring is a frame of four boxes,
-the spokes square pegs on a common bar, the chosen spoke's place on the bar drawn per episode. State: ring
-xyz + quaternion xyzw, then the three spokes' xyz (the chosen one first).
+foot become one box region there, on the success centre, detecting any part of the ring). Departures: the ring
+is a frame of four boxes (a 6 cm square hole), the spokes square pegs on a common bar. State: ring xyz +
+quaternion xyzw, then spoke0's, spoke1's and spoke2's xyz, in their order along the bar (the chosen one is
+drawn per episode, so the order does not tell it).
 Placement yaw: the base (the spoke bar and the area the ring is drawn in beside it) ±π about its middle, as
 upstream's, and the ring ±π on it; layouts the oracle cannot reach are drawn again."""
 
@@ -33,24 +35,24 @@ from .base import (
 from .conditions import DetectedCondition
 from .objects import FRICTION, mocap_body, region
 
-SPOKES = ("spoke0", "spoke1", "spoke2")  # spoke0 is the variation's
+SPOKES = ("spoke0", "spoke1", "spoke2")  # in their order along the bar; the chosen one is drawn per episode
+CENTRE = "success_centre"  # upstream's success_centre: the chosen spoke's foot, where the region is
 
 
 class InsertOntoSquarePeg(Task):
     name = "insert_onto_square_peg"
     variation_count = len(COLORS)
-    RING_OUTER, RING_BAR, RING_HALF_HEIGHT = 0.05, 0.01, 0.015  # half sizes: the hole is 8 cm wide
+    RING_OUTER, RING_BAR, RING_HALF_HEIGHT = 0.05, 0.01, 0.015  # half sizes: the hole is 6 cm wide
     SPOKE_HALF, SPOKE_HALF_HEIGHT = 0.012, 0.06
     SPACING = 0.12  # between spokes
     BAR = (0.06, -0.14)  # the spoke bar's middle, base frame (from the base's middle)
     RING_AREA = ((-0.12, 0.08), (0.0, 0.2))  # where the ring's centre is drawn, base frame
 
     def build(self, scene: Scene) -> None:
-        spokes = [mocap_body(scene.worldbody, name) for name in SPOKES]
-        for name, spoke in zip(SPOKES, spokes):
-            geom(spoke, "box", (0.5, 0.5, 0.5, 1.0), SCENERY, name=name,
+        for name in SPOKES:
+            geom(mocap_body(scene.worldbody, name), "box", (0.5, 0.5, 0.5, 1.0), SCENERY, name=name,
                  size=(self.SPOKE_HALF, self.SPOKE_HALF, self.SPOKE_HALF_HEIGHT), pos=(0, 0, self.SPOKE_HALF_HEIGHT))
-        region(spokes[0], "success", half_size=(0.02, 0.02, 0.03), position=(0, 0, 0.03))
+        region(mocap_body(scene.worldbody, CENTRE), "success", half_size=(0.02, 0.02, 0.03), position=(0, 0, 0.03))
         ring = ET.SubElement(scene.worldbody, "body", name="ring", pos="0 0 1")
         ET.SubElement(ring, "freejoint", name="ring")
         middle = self.RING_OUTER - self.RING_BAR
@@ -67,12 +69,18 @@ class InsertOntoSquarePeg(Task):
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
         yaw = rng.uniform(-math.pi, math.pi)
         middle = np.array([rng.uniform(0.15, 0.22), rng.uniform(-0.05, 0.05), TABLE_TOP_Z])
-        for name, slot, colour in zip(SPOKES, rng.permutation(3) - 1, pick_colours(rng, variation, 2)):
-            bar_place = np.array(self.BAR) + [0.0, slot * self.SPACING]
-            world.set_pose(name, middle + base_offset(yaw, bar_place), axis_angle_quat((0, 0, 1), yaw))
-            world.set_colour(name, colour)
+        turned = axis_angle_quat((0, 0, 1), yaw)
+        slots = rng.permutation(3)  # slots[0]: the chosen spoke, which takes the variation's colour
+        for slot, colour in zip(slots, pick_colours(rng, variation, 2)):
+            world.set_pose(SPOKES[slot], middle + base_offset(yaw, self.bar_place(slot)), turned)
+            world.set_colour(SPOKES[slot], colour)
+        world.set_pose(CENTRE, middle + base_offset(yaw, self.bar_place(slots[0])), turned)
         ring = middle + base_offset(yaw, rng.uniform(*self.RING_AREA)) + [0, 0, self.RING_HALF_HEIGHT]
         world.set_pose("ring", ring, axis_angle_quat((0, 0, 1), yaw + rng.uniform(-math.pi, math.pi)))
+
+    def bar_place(self, slot: int) -> np.ndarray:
+        """Where spoke `slot` stands, base frame."""
+        return np.array(self.BAR) + [0.0, (slot - 1) * self.SPACING]
 
     def success(self, variation: int) -> DetectedCondition:
         return DetectedCondition("ring", "success")
@@ -86,7 +94,7 @@ class InsertOntoSquarePeg(Task):
         grasp_offset = middle * np.array([math.cos(ring_yaw), math.sin(ring_yaw), 0.0])  # the bar at the ring's +x
         # fingers close across that bar, along the ring's x axis: the gripper's yaw is the ring's minus 90 degrees
         quat = top_down_quat(square_yaw(ring_yaw - math.pi / 2, math.pi))
-        spoke = world.position("spoke0")
+        spoke = world.position(CENTRE)
         drop = np.array([spoke[0], spoke[1], TABLE_TOP_Z + self.RING_HALF_HEIGHT + 0.01]) + grasp_offset
         return pick_and_place(ring + grasp_offset, quat, drop, clearance=2 * self.SPOKE_HALF_HEIGHT + 0.06)
 

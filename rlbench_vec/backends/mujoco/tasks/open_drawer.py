@@ -1,10 +1,10 @@
 """open_drawer (RLBench: rlbench/tasks/open_drawer.py): open the bottom, middle or top drawer (the
 variation, 3) of a cabinet placed at random (±22.5° yaw, upstream's base bounds).
 
-Success (as RLBench): the chosen drawer's joint moved more than 0.15 m. State: the chosen drawer's
-handle xyz, then the three drawers' openings (metres). The handles sit at different heights and
-sideways offsets (bottom right, middle centre, top left as the robot sees them), so a hand on one
-handle clears the others.
+Success (as RLBench): the chosen drawer's joint moved more than 0.15 m. State: the three handles' xyz,
+then the three drawers' openings (metres), bottom to top (the variation tells which is the chosen one).
+The handles sit at different heights and sideways offsets (bottom right, middle centre, top left as the
+robot sees them), so a hand on one handle clears the others.
 Placement yaw: cabinet yaw ±π/8 (as upstream's base_rotation_bounds);
 layouts the oracle cannot reach are drawn again."""
 
@@ -88,7 +88,7 @@ class OpenDrawer(Task):
         return JointCondition(f"drawer_{OPTIONS[variation]}", self.SUCCESS_OPENING)
 
     def low_dim_state(self, variation: int):
-        return (geom_position(f"handle_{OPTIONS[variation]}"), *(joint_position(f"drawer_{o}") for o in OPTIONS))
+        return (*(geom_position(f"handle_{o}") for o in OPTIONS), *(joint_position(f"drawer_{o}") for o in OPTIONS))
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         pull = yaw_rotation(body_yaw(world.quat("cabinet"))) @ np.array([-1.0, 0.0, 0.0])  # out of the front

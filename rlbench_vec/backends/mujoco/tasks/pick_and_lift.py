@@ -2,7 +2,8 @@
 and lift it into the target sphere; two distractor blocks. 20 variations (RLBench's colours).
 
 Success (as RLBench): the block grasped and detected by the target's region (any part of it within 5 cm
-of the target's centre). State: block xyz + quaternion xyzw, target xyz, the distractor blocks' xyz.
+of the target's centre). State: the block's xyz, then the success detector's (the region's centre), as
+upstream's get_low_dim_state.
 Placement yaw: blocks ±π, the region a sphere (upstream: base ±π, blocks ±π on it, the detector without
 yaw of its own): as wide as upstream's; the spawn area (ours, the table's) does not turn. Layouts the oracle
 cannot reach are drawn again."""
@@ -20,10 +21,10 @@ from .base import (
     Waypoint,
     World,
     body_position,
-    body_quat,
     body_yaw,
     pick_colours,
     sample_apart,
+    site_position,
     square_yaw,
     top_down_quat,
 )
@@ -65,8 +66,7 @@ class PickAndLift(Task):
         return ConditionSet([GraspedCondition("block"), DetectedCondition("block", "success")])
 
     def low_dim_state(self, variation: int):
-        return (body_position("block"), body_quat("block"), body_position("lift_target"),
-                body_position("distractor0"), body_position("distractor1"))
+        return (body_position("block"), site_position("success"))
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         block = world.position("block")

@@ -5,7 +5,7 @@ Success (as RLBench): the shape detected inside the sorter. Departures: the five
 primitives (the prism a box turned 45° about its length, the star four crossed bars, the moon a capsule)
 and all collide as the same 4 cm box; the sorter is a box-built case with five 6 cm square holes in its
 lid, one per shape in the same order, which any shape fits through; it stands at random with ±11° yaw.
-State: the five shapes' xyz (the chosen one first), then the sorter's xyz."""
+State: the five shapes' xyz in RLBench's order (the chosen one is the variation's), then the sorter's xyz."""
 
 from __future__ import annotations
 
@@ -98,9 +98,7 @@ class PlaceShapeInShapeSorter(Task):
         return DetectedCondition(SHAPES[variation], "success")
 
     def low_dim_state(self, variation: int):
-        chosen = SHAPES[variation]
-        return (body_position(chosen), *(body_position(name) for name in SHAPES if name != chosen),
-                body_position("shape_sorter"))
+        return (*(body_position(name) for name in SHAPES), body_position("shape_sorter"))
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         shape = SHAPES[variation]

@@ -5,7 +5,7 @@ Success (as RLBench): the block detected by the chosen drawer's region (it moves
 Departures: the block (4 cm) starts on the table in front of the cabinet, not on top of it (out of the
 arm's reach with this cabinet's height); the drawers are open_drawer's box-built ones, the cabinet 6 cm
 further away than open_drawer's (the oracle pulls the bottom drawer with a pitched hand). State: as
-open_drawer's (the chosen handle's xyz, the three drawers' openings), then the block's xyz."""
+open_drawer's (the three handles' xyz, the three drawers' openings), then the block's xyz."""
 
 from __future__ import annotations
 

@@ -2,7 +2,9 @@
 two distractor spheres of other colours. 20 variations (RLBench's colours).
 
 Success: the tool centre inside the target's 4 cm sphere (RLBench: the tip detected by the target's
-proximity sensor). State: target xyz, then the two distractors' xyz.
+proximity sensor). Spheres at least 0.2 m apart (upstream's min_distance). State: the target's xyz, as
+upstream's get_low_dim_state. Shaped reward (upstream's reward()): minus the tool centre's distance to
+the target's centre.
 Placement yaw: none, as upstream (a static workspace);
 layouts the oracle cannot reach are drawn again."""
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..scene import SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, VISUAL, Scene, geom
-from .base import COLORS, Task, Waypoint, World, body_position, pick_colours, sample_apart
+from .base import COLORS, TIP, ShapedReward, Task, Waypoint, World, body_position, pick_colours, sample_apart
 from .conditions import TCP, DetectedCondition
 from .objects import mocap_body, region
 
@@ -24,6 +26,7 @@ class ReachTarget(Task):
     RADIUS = 0.025
     SUCCESS_DISTANCE = 0.04  # TCP to the target's centre, metres
     SPAWN_Z = (0.1, 0.4)  # above the table
+    MIN_DISTANCE = 0.2  # between spheres' centres, upstream's SpawnBoundary.sample min_distance
 
     def build(self, scene: Scene) -> None:
         for name in SPHERES:
@@ -40,7 +43,7 @@ class ReachTarget(Task):
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
         low = np.array([*SPAWN_LOW, TABLE_TOP_Z + self.SPAWN_Z[0]])
         high = np.array([*SPAWN_HIGH, TABLE_TOP_Z + self.SPAWN_Z[1]])
-        positions = sample_apart(rng, len(SPHERES), low, high, min_distance=0.12)
+        positions = sample_apart(rng, len(SPHERES), low, high, min_distance=self.MIN_DISTANCE)
         for name, position, colour in zip(SPHERES, positions, pick_colours(rng, variation, 2)):
             world.set_pose(name, position)
             world.set_colour(name, colour)
@@ -49,7 +52,10 @@ class ReachTarget(Task):
         return DetectedCondition(TCP, "success")
 
     def low_dim_state(self, variation: int):
-        return tuple(body_position(name) for name in SPHERES)
+        return (body_position("target"),)
+
+    def reward(self, variation: int) -> ShapedReward:
+        return ShapedReward((body_position("target"), TIP))
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         _, quat = world.tcp_pose()

@@ -3,7 +3,9 @@ by its knob (1 variation).
 
 Success (as RLBench): the lid grasped and detected by the region above the pan. Departures: the pan is
 a cylinder, the lid a flat cylinder with a box knob; the pan is placed at random with any yaw. State: lid
-xyz + quaternion xyzw, then the pan's xyz.
+xyz + quaternion xyzw, then the pan's xyz. Shaped reward (upstream's reward()): minus the tool centre's
+distance to the lid, minus the lid's distance to the success region's centre (the lid: its body's origin,
+the disc's centre; upstream: its grasp-point shape's).
 Placement yaw: the lid (with its knob) ±π, the pan round: upstream's base ±π. Layouts the oracle cannot
 reach are drawn again."""
 
@@ -16,12 +18,15 @@ import numpy as np
 
 from ..scene import SCENERY, SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, Scene, axis_angle_quat, geom
 from .base import (
+    TIP,
+    ShapedReward,
     Task,
     Waypoint,
     World,
     body_position,
     body_quat,
     body_yaw,
+    site_position,
     square_yaw,
     top_down_quat,
 )
@@ -65,6 +70,10 @@ class TakeLidOffSaucepan(Task):
 
     def low_dim_state(self, variation: int):
         return (body_position("lid"), body_quat("lid"), body_position("saucepan"))
+
+    def reward(self, variation: int) -> ShapedReward:
+        lid = body_position("lid")
+        return ShapedReward((lid, TIP), (lid, site_position("success")))
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         quat = top_down_quat(square_yaw(body_yaw(world.quat("lid")), math.pi / 2))
