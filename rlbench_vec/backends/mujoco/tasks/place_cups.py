@@ -6,10 +6,10 @@ spokes (an OrConditions over the spokes' detectors per mug). Placement: the tree
 base_rotation_bounds); the mugs stand 10 cm apart at least (upstream's min_distance), each turned as the
 tree (upstream samples them on its base without turning them), in the table's spawn area clear of the tree.
 Departures: primitives for meshes, and the mugs are set upright on saucers at the spokes' ends instead of
-hung by their handles: a mug hung on a spoke by a friction-held handle swings about the spoke and falls off
-in MuJoCo's contacts, so each spoke here ends in a saucer, and the detector sits on it. The mugs are
-cylinders (colliding as a box inside, flat pads squeezing a cylinder out) with a handle that is only
-drawn; the oracle holds a mug by its body. State: the three mugs' xyz, the three detectors' centres."""
+hung by their handles (not tried here: it needs a grasp of the handle and a move threading the handle onto
+the spoke, which the top-down friction grasps of the other tasks do not give); the detectors sit on the
+saucers. The mugs are cylinders (colliding as a box inside, flat pads squeezing a cylinder out) with a
+handle that is only drawn; the oracle holds a mug by its body. State: the three mugs' xyz, the three detectors' centres."""
 
 from __future__ import annotations
 
