@@ -1,0 +1,165 @@
+"""put_groceries_in_cupboard (RLBench: rlbench/tasks/put_groceries_in_cupboard.py): put the grocery of the
+variation (9: crackers, chocolate jello, strawberry jello, soup, tuna, spam, coffee, mustard, sugar) on the
+cupboard's bottom shelf; all nine stand on the table, at least 10 cm apart (upstream's min_distance).
+
+Success (as RLBench): the chosen grocery detected by the region over the bottom shelf and nothing grasped.
+Placement: the cupboard turns ±1.0 rad (upstream's base_rotation_bounds) about its centre; the groceries
+stand with the cupboard's yaw (upstream samples them on its base without turning them).
+Departures: primitives for meshes: the groceries are boxes and cylinders of grocery sizes (a cylinder
+collides as a box inside it, flat pads squeezing a cylinder out), the cupboard an open-front box of boards
+with a bottom compartment 28 cm high, its floor 2 cm above the table. The groceries are drawn in the
+table's spawn area (which does not turn) clear of the cupboard and of the corridor in front of its opening,
+where the oracle's hand comes down (upstream's workspace shape is in its scene file). The oracle grasps
+across the grocery with its hand pitched 45° down (a top-down hand cannot enter the shelf, a horizontal one
+hits the table at a grocery's height) and slides it onto the shelf with the same hand. State: the nine
+groceries' xyz in upstream's order, the cupboard's xyz and quaternion xyzw."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..geometry import frame_quat, yaw_rotation
+from ..scene import SCENERY, SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, Scene, axis_angle_quat, geom
+from .base import Task, Waypoint, World, body_position, body_quat, body_yaw
+from .conditions import ConditionSet, DetectedCondition, NothingGrasped
+from .objects import free_box, held_cylinder, mocap_body, region
+
+
+@dataclass(frozen=True)
+class Grocery:
+    """half_size: (depth along the cupboard's inward axis, across the fingers, height); a cylinder's
+    radius is its half width across the fingers."""
+
+    name: str
+    half_size: tuple[float, float, float]
+    rgba: tuple[float, float, float, float]
+    cylinder: bool = False
+
+    @property
+    def body(self) -> str:
+        return self.name.replace(" ", "_")
+
+
+GROCERIES = (
+    Grocery("crackers", (0.045, 0.022, 0.06), (0.85, 0.25, 0.15, 1.0)),
+    Grocery("chocolate jello", (0.03, 0.02, 0.025), (0.4, 0.22, 0.1, 1.0)),
+    Grocery("strawberry jello", (0.03, 0.02, 0.025), (0.95, 0.45, 0.55, 1.0)),
+    Grocery("soup", (0.028, 0.028, 0.045), (0.8, 0.1, 0.1, 1.0), cylinder=True),
+    Grocery("tuna", (0.03, 0.03, 0.018), (0.2, 0.35, 0.75, 1.0), cylinder=True),
+    Grocery("spam", (0.03, 0.02, 0.04), (0.15, 0.25, 0.6, 1.0)),
+    Grocery("coffee", (0.03, 0.03, 0.05), (0.3, 0.2, 0.15, 1.0), cylinder=True),
+    Grocery("mustard", (0.025, 0.018, 0.06), (0.95, 0.8, 0.1, 1.0)),
+    Grocery("sugar", (0.035, 0.02, 0.05), (0.95, 0.95, 0.9, 1.0)),
+)
+
+
+class PutGroceriesInCupboard(Task):
+    name = "put_groceries_in_cupboard"
+    variation_count = len(GROCERIES)
+    YAW_BOUND = 1.0  # upstream's base_rotation_bounds
+    DEPTH, WIDTH, BOARD = 0.22, 0.42, 0.01
+    FLOOR, COMPARTMENT, UPPER = 0.02, 0.28, 0.15  # the bottom shelf's floor height; the two compartments' heights
+    FACING = np.array([0.17, 0.0])  # the cupboard faces this point (the spawn area's middle) ...
+    DISTANCE = 0.42  # ... from this far (its centre), give or take JITTER
+    JITTER = 0.02
+    MIN_DISTANCE = 0.1  # between groceries (upstream's)
+    CORRIDOR = 0.2  # kept free of groceries in front of the opening
+    OUTSIDE = 0.12  # the carried grocery's centre comes down this far in front of the opening
+    PITCH = math.radians(45)  # the oracle's hand, down from horizontal
+    GRIP_BELOW_TOP = 0.02
+    SHELF_DEPTH = 0.1  # the grocery's centre is set down this far behind the cupboard's front
+    CARRY = 0.15  # the grocery's bottom above the table when carried over the others
+
+    def build(self, scene: Scene) -> None:
+        wood = (0.62, 0.45, 0.3, 1.0)
+        d, w, board = self.DEPTH / 2, self.WIDTH / 2, self.BOARD
+        height = self.FLOOR + self.COMPARTMENT + board + self.UPPER + board
+        cupboard = mocap_body(scene.worldbody, "cupboard")
+        geom(cupboard, "box", wood, SCENERY, size=(d, w, self.FLOOR / 2), pos=(0, 0, self.FLOOR / 2))
+        for top in (self.FLOOR + self.COMPARTMENT + board, height):
+            geom(cupboard, "box", wood, SCENERY, size=(d, w, board / 2), pos=(0, 0, top - board / 2))
+        for side in (-1, 1):
+            geom(cupboard, "box", wood, SCENERY, size=(d, board / 2, height / 2),
+                 pos=(0, side * (w - board / 2), height / 2))
+        geom(cupboard, "box", wood, SCENERY, size=(board / 2, w, height / 2), pos=(d - board / 2, 0, height / 2))
+        region(cupboard, "success", half_size=(d - board, w - board, 0.06), position=(0, 0, self.FLOOR + 0.06))
+        for grocery in GROCERIES:
+            if grocery.cylinder:
+                held_cylinder(scene.worldbody, grocery.body, grocery.half_size[1], grocery.half_size[2], grocery.rgba)
+            else:
+                free_box(scene.worldbody, grocery.body, grocery.half_size, grocery.rgba, mass=0.05)
+
+    def descriptions(self, variation: int) -> list[str]:
+        item = GROCERIES[variation].name
+        return [f"put the {item} in the cupboard", f"pick up the {item} and place it in the cupboard",
+                f"move the {item} to the bottom shelf", f"put away the {item} in the cupboard"]
+
+    def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
+        yaw = rng.uniform(-self.YAW_BOUND, self.YAW_BOUND)
+        heading = np.array([math.cos(yaw), math.sin(yaw)])
+        centre = np.array([*(self.FACING + self.DISTANCE * heading + rng.uniform(-self.JITTER, self.JITTER, 2)),
+                           TABLE_TOP_Z])
+        quat = axis_angle_quat((0, 0, 1), yaw)
+        world.set_pose("cupboard", centre, quat)
+        for grocery, xy in zip(GROCERIES, self._spots(rng, centre, yaw)):
+            world.set_pose(grocery.body, (*xy, TABLE_TOP_Z + grocery.half_size[2]), quat)
+
+    def _spots(self, rng: np.random.Generator, centre: np.ndarray, yaw: float) -> list[np.ndarray]:
+        """A spot per grocery in the spawn area, MIN_DISTANCE apart, in front of the cupboard's opening and
+        its corridor (drawn again from the first when the groceries drawn leave no room)."""
+        to_cupboard = yaw_rotation(yaw).T
+        limit = -self.DEPTH / 2 - self.CORRIDOR - 0.05  # a grocery's largest half extent
+        spots: list[np.ndarray] = []
+        for _ in range(100 * len(GROCERIES)):
+            xy = rng.uniform(SPAWN_LOW, SPAWN_HIGH)
+            in_front = (to_cupboard @ [*(xy - centre[:2]), 0.0])[0] < limit
+            if in_front and all(np.linalg.norm(xy - spot) >= self.MIN_DISTANCE for spot in spots):
+                spots.append(xy)
+                if len(spots) == len(GROCERIES):
+                    return spots
+        return self._spots(rng, centre, yaw)
+
+    def success(self, variation: int) -> ConditionSet:
+        return ConditionSet([DetectedCondition(GROCERIES[variation].body, "success"), NothingGrasped()])
+
+    def low_dim_state(self, variation: int):
+        return (*(body_position(grocery.body) for grocery in GROCERIES), body_position("cupboard"),
+                body_quat("cupboard"))
+
+    def hand_quat(self, yaw: float) -> np.ndarray:
+        """The hand pitched PITCH down while heading along `yaw`, fingers closing horizontally."""
+        heading = np.array([math.cos(yaw), math.sin(yaw), 0.0])
+        approach = math.cos(self.PITCH) * heading + [0.0, 0.0, -math.sin(self.PITCH)]
+        across = np.cross([0.0, 0.0, 1.0], heading)
+        return frame_quat(np.cross(across, approach), across)
+
+    def oracle(self, world: World, variation: int) -> list[Waypoint]:
+        grocery = GROCERIES[variation]
+        cupboard, yaw = world.position("cupboard"), body_yaw(world.quat("cupboard"))
+        inward = yaw_rotation(yaw) @ np.array([1.0, 0.0, 0.0])
+        quat = self.hand_quat(yaw)
+        approach = math.cos(self.PITCH) * inward + [0.0, 0.0, -math.sin(self.PITCH)]
+        half_height = grocery.half_size[2]
+        grip = np.array([0.0, 0.0, half_height - min(self.GRIP_BELOW_TOP, half_height)])
+        grasp = world.position(grocery.body) + grip
+        shelf = cupboard + (self.SHELF_DEPTH - self.DEPTH / 2) * inward + [0, 0, self.FLOOR + half_height + 0.01]
+        inside = shelf + grip
+        outside = inside - (self.SHELF_DEPTH + self.OUTSIDE) * inward
+        carry = np.array([0.0, 0.0, self.CARRY])
+        return [
+            Waypoint(grasp - 0.12 * approach, quat, True),
+            Waypoint(grasp, quat, True, straight=True),
+            Waypoint(grasp, quat, False),
+            Waypoint(grasp + carry, quat, False, straight=True),
+            Waypoint(outside + carry, quat, False),
+            Waypoint(outside, quat, False, straight=True),
+            Waypoint(inside, quat, False, straight=True),
+            Waypoint(inside, quat, True),
+            Waypoint(outside, quat, True, straight=True),
+        ]
+
+
+TASK = PutGroceriesInCupboard
