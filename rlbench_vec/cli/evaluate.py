@@ -6,10 +6,12 @@ evaluate(EvaluateConfig(...)).
 
 - Episodes: episode k of task t always gets the same variation and reset seed (evaluate_config.plan), whatever
   --num_envs and whichever env runs it, so a deterministic policy scores the same at 1 env and at 16.
-- Running: one vector env for all tasks, each env running one episode at a time (mjwarp, whose envs run one task:
-  a vector env per task). The envs step as partial batches: an env whose action is done gets its next action,
-  and an env whose episode ended starts the next pending episode at once (send_reset), so a slow task holds no
-  other.
+- Running: one vector env for all tasks, each env running one episode at a time. The envs step as partial
+  batches: an env whose action is done gets its next action, and an env whose episode ended starts the next
+  pending episode at once (send_reset), so a slow task holds no other. Where a reset cannot change an env's task
+  (mjwarp: a simulator per task), the envs are shared out between the tasks by their episodes (each task at least
+  one env while there are as many envs as tasks, else the rest in a next vector env), and each env runs the
+  episodes of its own task.
 - Outcomes: success is the episode ending with reward > 0; a time limit (--max_steps), an invalid action (the
   robot's, or a policy's wrong shape or NaN: recorded and counted as failures) end it too. A worker crash
   mid-episode reruns that episode (flagged in its line), never counted twice.
@@ -66,6 +68,7 @@ class Evaluation:
 
     def __init__(self, config: EvaluateConfig, out: Path, done: list[dict[str, Any]]):
         self.config, self.out = config, out
+        self.pinned = backend_class(config.backend).task_change_reason is not None  # an env keeps its task
         self.finished = list(done)
         self.total = len(config.tasks) * config.episodes
         self.log = EpisodeLog(out)
@@ -100,9 +103,10 @@ class Evaluation:
 
     # ------------------------------------------------------------------ one vector env
     def run(self, pending: collections.deque[Planned]) -> None:
-        """Every pending episode on one vector env."""
+        """The pending episodes on one vector env: all of them, or (pinned tasks) those of the tasks it got
+        envs for."""
         config = self.config
-        first = [pending[i] for i in range(min(config.num_envs, len(pending)))]
+        first = self._first(pending)
         n = len(first)
         record = VideoConfig(directory=str(self.videos.raw), cameras=("front",)) if self.videos.wanted else False
         vector = VectorConfig(num_envs=n, seed=config.seed, autoreset_mode="disabled", record=record)
@@ -112,7 +116,6 @@ class Evaluation:
             obs, info = env.reset(seed=[p.seed for p in first],
                                   options={"env_options": [self._options(p) for p in first]})
             for env_id, p in enumerate(first):
-                pending.popleft()
                 running[env_id] = Running(p, time.perf_counter())
                 self.videos.started(env_id, p)
             policy.reset(np.arange(n))
@@ -124,6 +127,32 @@ class Evaluation:
                 self._act(env, policy, running, pending, obs, info, reward, terminated | truncated)
                 self.show("evaluating")
         self.videos.keep()
+
+    def _first(self, pending: collections.deque[Planned]) -> list[Planned]:
+        """The envs' first episodes, taken from `pending`: the next ones in order; with pinned tasks, an env for
+        each task (as far as they go, in order), the others shared out in proportion to the tasks' pending
+        episodes (D'Hondt: each env to the task with the most episodes per env), each task's first episodes."""
+        total = min(self.config.num_envs, len(pending))
+        if not self.pinned:
+            return [pending.popleft() for _ in range(total)]
+        left = collections.Counter(p.task for p in pending)  # tasks in the order of their first episode
+        envs = {task: 1 for task in list(left)[:total]}
+        for _ in range(total - len(envs)):
+            task = max((t for t in envs if envs[t] < left[t]), key=lambda t: left[t] / (envs[t] + 1))
+            envs[task] += 1
+        first = [p for task, count in envs.items() for p in [p for p in pending if p.task == task][:count]]
+        for p in first:
+            pending.remove(p)
+        return first
+
+    def _take(self, pending: collections.deque[Planned], task: str) -> Planned | None:
+        """The next pending episode for an env that ran `task` (pinned: of that task); None when none is left."""
+        if not self.pinned:
+            return pending.popleft() if pending else None
+        planned = next((p for p in pending if p.task == task), None)
+        if planned is not None:
+            pending.remove(planned)
+        return planned
 
     @staticmethod
     def _options(p: Planned) -> dict[str, Any]:
@@ -151,8 +180,7 @@ class Evaluation:
                 starting.append((env_id, run.planned, run.reruns))
             elif ended[row]:
                 self.record(run, float(reward[row]) > 0, _flag(info, "invalid_action", row))
-                if pending:
-                    starting.append((env_id, pending.popleft(), 0))
+                self._start_next(starting, pending, env_id, run.planned.task)
             else:
                 acting.append(row)
         if acting:
@@ -171,13 +199,19 @@ class Evaluation:
                 if why:
                     env_id = int(act_ids[j])
                     self.record(running[env_id], False, why)
-                    if pending:
-                        starting.append((env_id, pending.popleft(), 0))
+                    self._start_next(starting, pending, env_id, running[env_id].planned.task)
             if valid:
                 env.send(actions[valid], act_ids[valid])
                 self.in_flight += len(valid)
         if starting:
             self._start(env, policy, running, starting)
+
+    def _start_next(self, starting: list[tuple[int, Planned, int]], pending: collections.deque[Planned], env_id: int,
+                    task: str) -> None:
+        """Queue env_id's next episode, if one is left for it."""
+        planned = self._take(pending, task)
+        if planned is not None:
+            starting.append((env_id, planned, 0))
 
     def _start(self, env: RLBenchVectorEnv, policy: Policy, running: dict[int, Running],
                starting: list[tuple[int, Planned, int]]) -> None:
@@ -215,13 +249,10 @@ def evaluate(config: EvaluateConfig, command: str | None = None) -> dict[str, An
     try:
         if run.finished:
             run.progress.say(f"resuming {out}: {len(run.finished)} of {run.total} episodes are already there")
-        groups = [list(config.tasks)] if backend_class(config.backend).one_task_reason is None else [
-            [task] for task in config.tasks]
-        for tasks in groups:
-            pending = collections.deque(p for task in tasks for p in plans[task]
-                                        if (p.task, p.episode) not in finished)
-            if pending:
-                run.run(pending)
+        pending = collections.deque(p for task in config.tasks for p in plans[task]
+                                    if (p.task, p.episode) not in finished)
+        while pending:
+            run.run(pending)
         result["finished"] = True
     finally:
         run.log.close()

@@ -2,7 +2,7 @@
 
 The class below answers the engine's questions (validation, layout, one worker for all envs, where
 observations live) without importing warp, mujoco_warp or mujoco; the worker builds every env as one
-world of one BatchedSimulation in `MjwarpGroup` (group.py). There is no per-env instance: the class
+world of its task's BatchedSimulation in `MjwarpGroup` (group.py). There is no per-env instance: the class
 stays abstract, and `make_group` is the only way in.
 """
 
@@ -21,7 +21,7 @@ OPTIONS = ("device", "nconmax", "njmax", "variation", "deterministic")  # backen
 
 
 class MjwarpBackend(Backend):
-    """All envs of a vector env as the worlds of one MuJoCo Warp simulator, in one worker process.
+    """All envs of a vector env as the worlds of one MuJoCo Warp simulator per task, in one worker process.
 
     backend_options: device (see device_of), nconmax (contact slots per world, pooled: 64), njmax
     (constraint rows per world: 256), variation (every episode's task variation, or "random": one drawn
@@ -30,12 +30,12 @@ class MjwarpBackend(Backend):
     bit-for-bit a function of its own seed and actions; False).
     """
 
-    steps_in_parallel = True  # every world steps in one launch: a step's deadline is one env's
-    one_task_reason = (
-        "the mjwarp backend runs every env as a world of one MuJoCo Warp simulator, whose model is one task's "
-        "scene, so all its envs run one task. Envs of several tasks would need a simulator per task in the "
-        "worker, each with its own kernels, pages and partial steps: not built yet. Run a vector env per task "
-        "(rlbench_vec.evaluate does), or use backend='mujoco'.")
+    steps_in_parallel = True  # every world of a task steps in one launch: a step's deadline is one env's per task
+    task_change_reason = (
+        "the mjwarp backend runs the envs of each task as the worlds of that task's MuJoCo Warp simulator (its "
+        "model is the task's scene), made when the vector env starts with as many worlds as envs of the task, so "
+        "an env cannot move to another task's simulator. Make the vector env with each env's task (task=[...] or "
+        "a suite), one vector env per task, or use backend='mujoco', whose envs change tasks at a reset.")
 
     name = "mjwarp"
 

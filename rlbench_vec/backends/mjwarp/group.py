@@ -1,6 +1,9 @@
-"""MjwarpGroup: the envs of a vector env as the worlds of one BatchedSimulation, in one worker.
+"""MjwarpGroup: the envs of a vector env as the worlds of one BatchedSimulation per task, in one worker.
 
-Instance i is world i. A step moves the commanded worlds together, each on its own clock (a world
+With one task, instance i is world i. With several, the envs of task t are the worlds of simulator t
+(task_worlds.py), each simulator with its own kernels, graphs and clocks; a command's envs are split
+between the simulators it touches, each stepped or observed in turn, and their observations land in
+the same pages at each env's own index. A step moves the commanded worlds together, each on its own clock (a world
 whose action is done, or that has none, is frozen: see docs/mjwarp.md); resets are drawn on the
 host at once and reach the device with the next observation in one launch; observations are
 rendered once per state and copied, one copy per key, into the result page's slots. On a GPU the
@@ -29,6 +32,7 @@ from ..base import EnvGroup, GroupStep, failure
 from . import device_of
 from .control import ARM_MOVING, ERROR_MESSAGES, GRIPPER_MOVING
 from .faults import fault_names
+from .task_worlds import TaskWorlds, simulator_config
 
 if "mujoco" not in sys.modules:
     os.environ["MUJOCO_GL"] = "disable"  # the worlds render with MuJoCo Warp: MuJoCo itself needs no GL here
@@ -49,7 +53,8 @@ READABLE = ("variation", "config", "task")  # what get_attr reads per env
 
 
 class MjwarpGroup(EnvGroup):
-    """Every env of the vector env, as worlds 0..size-1 of one simulator on backend_options' device."""
+    """Every env of the vector env, as the worlds of one simulator per task on backend_options' device.
+    Env i's generator is seeded like the mujoco backend's env i (whatever its world)."""
 
     partial_steps = True  # rlbench timing: worlds finish their actions at different control steps
 
@@ -62,17 +67,35 @@ class MjwarpGroup(EnvGroup):
         self.size = len(instances)
         self.config = config
         self.layout = observation_spec(config)
+        self.worlds = TaskWorlds([config.task_of(env) for env in range(self.size)])
         options = config.backend_options
-        self.sim = BatchedSimulation(self._rendered(config), self.size, device_of(config),
-                                     nconmax=options.get("nconmax", 64), njmax=options.get("njmax", 256),
-                                     deterministic=bool(options.get("deterministic", False)))
-        self.device = torch.device(self.sim.torch_device)
-        self._observations: dict[str, torch.Tensor] | None = None  # None: the state changed since the last render
-        self._actions = np.zeros((self.size, self.sim.action_size), np.float32)
-        self._starting = np.zeros(self.size, bool)  # worlds given an action since the last advance
-        self._everyone = np.arange(self.size)
+        self.sims: list[BatchedSimulation] = []
         self._tensor_views: dict[int, tuple[Mapping, dict[str, torch.Tensor]]] = {}
         self._page_tensors: list[torch.Tensor] = []  # the result pages shared with the main process
+        try:
+            for task, envs in zip(self.worlds.names, self.worlds.envs):
+                sim = BatchedSimulation(self._rendered(simulator_config(config, task)), len(envs), device_of(config),
+                                        nconmax=options.get("nconmax", 64), njmax=options.get("njmax", 256),
+                                        deterministic=bool(options.get("deterministic", False)))
+                sim.episodes.rngs = [np.random.default_rng(env) for env in envs.tolist()]  # the mujoco backend's env i
+                self.sims.append(sim)
+        except BaseException:
+            self.close()
+            raise
+        self.device = torch.device(self.sims[0].torch_device)
+        # per simulator, its observations of the current state; None: the state changed since the last render
+        self._observations: list[dict[str, torch.Tensor] | None] = [None] * len(self.sims)
+        self._actions = np.zeros((self.size, self.sims[0].action_size), np.float32)
+        self._starting = np.zeros(self.size, bool)  # envs given an action since the last advance
+        self._in_action = np.zeros(self.size, bool)  # envs started and not yet reported done
+        self._everyone = np.arange(self.size)
+
+    @property
+    def sim(self) -> BatchedSimulation:
+        """The simulator of a group of one task."""
+        if len(self.sims) != 1:
+            raise AttributeError(f"this group runs {len(self.sims)} simulators, one per task: use sims")
+        return self.sims[0]
 
     @staticmethod
     def _rendered(config: EnvConfig) -> EnvConfig:
@@ -85,27 +108,35 @@ class MjwarpGroup(EnvGroup):
 
     # ------------------------------------------------------------------ episodes
     def reset(self, local, seeds, options):
-        """Draw new episodes on the host; the worlds take them at the next observation (one launch for
-        every reset since). A failing draw fails its own world only."""
-        worlds = local.tolist()
-        all_seeds: list[int | None] = [None] * self.size
-        all_options: list[Mapping[str, Any] | None] = [None] * self.size
-        for world, seed, world_options in zip(worlds, seeds, options):
-            all_seeds[world], all_options[world] = seed, world_options
-        self._observations = None
-        mask = np.zeros(self.size, bool)
-        mask[local] = True
-        try:
-            infos = self.sim.reset(mask, all_seeds, all_options, defer=True)
-        except Exception:
-            return [self._reset_world(world, all_seeds, all_options) for world in worlds]
-        return [infos[world] for world in worlds]
+        """Draw new episodes on the host; the worlds take them at the next observation (one launch per
+        simulator for every reset since). A failing draw fails its own world only."""
+        infos: list[dict[str, Any] | tuple[str, str]] = [{} for _ in range(len(local))]
+        for t, positions, worlds in self.worlds.split(local):
+            sim = self.sims[t]
+            all_seeds: list[int | None] = [None] * sim.num_worlds
+            all_options: list[Mapping[str, Any] | None] = [None] * sim.num_worlds
+            for p, world in zip(positions.tolist(), worlds.tolist()):
+                all_seeds[world], all_options[world] = seeds[p], options[p]
+            self._observations[t] = None
+            self._in_action[local[positions]] = False  # a new episode has nothing under way
+            mask = np.zeros(sim.num_worlds, bool)
+            mask[worlds] = True
+            try:
+                drawn = sim.reset(mask, all_seeds, all_options, defer=True)
+                found = [drawn[world] for world in worlds.tolist()]
+            except Exception:
+                found = [self._reset_world(sim, world, all_seeds, all_options) for world in worlds.tolist()]
+            for p, info in zip(positions.tolist(), found):
+                infos[p] = info
+        return infos
 
-    def _reset_world(self, world: int, seeds: list, options: list) -> dict[str, Any] | tuple[str, str]:
-        mask = np.zeros(self.size, bool)
+    @staticmethod
+    def _reset_world(sim: BatchedSimulation, world: int, seeds: list,
+                     options: list) -> dict[str, Any] | tuple[str, str]:
+        mask = np.zeros(sim.num_worlds, bool)
         mask[world] = True
         try:
-            return self.sim.reset(mask, seeds, options, defer=True)[world]
+            return sim.reset(mask, seeds, options, defer=True)[world]
         except Exception as error:
             return failure(error)
 
@@ -113,7 +144,7 @@ class MjwarpGroup(EnvGroup):
         """Every commanded world's action, run until it is done in its world (each world on its own clock)."""
         self.start(local, actions)
         finished, result = self.advance(None)
-        if not np.array_equal(finished, local):  # results come in world order; the engine's local may not be
+        if not np.array_equal(finished, local):  # results come in env order; the engine's local may not be
             order = np.searchsorted(finished, local)
             result = GroupStep(result.reward[order], result.terminated[order],
                                {j: result.infos[i] for j, i in enumerate(order.tolist()) if i in result.infos},
@@ -123,19 +154,53 @@ class MjwarpGroup(EnvGroup):
     def start(self, local, actions):
         self._actions[local] = actions
         self._starting[local] = True
+        self._in_action[local] = True
 
     def advance(self, min_done, control_steps=None):
+        """One simulator: its own step. Several: each simulator with envs in an action steps in turn, all
+        to the end of their actions (min_done and control_steps None), else one control step each per
+        round until min_done envs are done or control_steps rounds ran."""
         start = time.perf_counter()
-        out = self.sim.step(self._actions, active=self._starting, min_done=min_done, control_steps=control_steps)
-        self._starting[:] = False
-        self._observations = None
-        # one device-to-host copy for every world's results
+        busy = [t for t, envs in enumerate(self.worlds.envs) if self._in_action[envs].any()]
+        rounds, parts = 0, []
+        while busy:
+            single = len(self.sims) == 1 or (min_done is None and control_steps is None)
+            for t in busy:
+                parts.append(self._step_simulator(t, min_done if single else None,
+                                                  control_steps if single else 1))
+            rounds += 1
+            done = sum(len(part[0]) for part in parts)
+            busy = [t for t in busy if self._in_action[self.worlds.envs[t]].any()]
+            if single or (min_done is not None and done >= min_done) or (control_steps is not None
+                                                                           and rounds >= control_steps):
+                break
+        return self._results(parts, time.perf_counter() - start)
+
+    def _step_simulator(self, t: int, min_done: int | None, control_steps: int | None) -> tuple[np.ndarray, ...]:
+        """One step of simulator t; its envs done, and their reward, terminated, fault bits, error codes
+        and motion bits (one device-to-host copy)."""
+        envs = self.worlds.envs[t]
+        out = self.sims[t].step(self._actions[envs], active=self._starting[envs], min_done=min_done,
+                                control_steps=control_steps)
+        self._starting[envs] = False
+        self._observations[t] = None
         reward, terminated, fault, error, moving, finished = torch.stack([
             out.reward, out.terminated.float(), out.fault.float(), out.error.float(), out.moving.float(),
             out.finished.float()]).cpu().numpy()
         done = np.flatnonzero(finished)
-        bits, codes, motion = (values[done].astype(np.int32) for values in (fault, error, moving))
-        result = GroupStep(reward[done].astype(np.float64), terminated[done] > 0, {}, {}, truncated=bits != 0)
+        self._in_action[envs[done]] = False
+        return envs[done], reward[done], terminated[done], fault[done], error[done], moving[done]
+
+    @staticmethod
+    def _results(parts: list[tuple[np.ndarray, ...]], seconds: float) -> tuple[np.ndarray, GroupStep]:
+        """The envs done in these simulator steps, ascending, and their results."""
+        if not parts:
+            return np.zeros(0, np.int64), GroupStep(np.zeros(0), np.zeros(0, bool), {}, {}, seconds, np.zeros(0, bool))
+        envs, reward, terminated, fault, error, moving = (np.concatenate(column) for column in zip(*parts))
+        order = np.argsort(envs, kind="stable")
+        done = envs[order]
+        bits, codes, motion = (values[order].astype(np.int32) for values in (fault, error, moving))
+        result = GroupStep(reward[order].astype(np.float64), terminated[order] > 0, {}, {}, truncated=bits != 0)
         for j in np.flatnonzero(bits | codes | motion).tolist():
             info = result.infos[j] = {}
             if bits[j]:
@@ -147,15 +212,16 @@ class MjwarpGroup(EnvGroup):
                 info["arm_moving"] = True
             if motion[j] & GRIPPER_MOVING:
                 info["gripper_moving"] = True
-        result.seconds = time.perf_counter() - start
+        result.seconds = seconds
         return done, result
 
     # ------------------------------------------------------------------ observations
-    def _current(self) -> dict[str, torch.Tensor]:
-        """Every world's observation of the current state, rendered once per state."""
-        if self._observations is None:
-            self._observations = self.sim.observe()
-        return self._observations
+    def _current(self, t: int) -> dict[str, torch.Tensor]:
+        """Every world's observation of simulator t's current state, rendered once per state."""
+        observations = self._observations[t]
+        if observations is None:
+            observations = self._observations[t] = self.sims[t].observe()
+        return observations
 
     def _as_tensors(self, views: Mapping[str, Any]) -> dict[str, torch.Tensor]:
         """A page's views as tensors: the device pages themselves, or tensors over the shared block's
@@ -169,16 +235,19 @@ class MjwarpGroup(EnvGroup):
 
     def observe(self, local, views, slots):
         try:
-            source = self._current()
             target = self._as_tensors(views)
-            if len(local) == self.size and np.array_equal(local, self._everyone) and np.array_equal(slots, local):
+            if (len(self.sims) == 1 and len(local) == self.size and np.array_equal(local, self._everyone)
+                    and np.array_equal(slots, local)):
+                source = self._current(0)
                 for key in self.layout:
                     target[key][:self.size].copy_(source[key])
             else:
-                worlds = torch.from_numpy(local.astype(np.int64)).to(self.device)
-                rows = torch.from_numpy(slots.astype(np.int64)).to(self.device)
-                for key in self.layout:
-                    target[key].index_copy_(0, rows, source[key].index_select(0, worlds))
+                for t, positions, worlds in self.worlds.split(local):
+                    source = self._current(t)
+                    picked = torch.from_numpy(worlds).to(self.device)
+                    rows = torch.from_numpy(slots[positions].astype(np.int64)).to(self.device)
+                    for key in self.layout:
+                        target[key].index_copy_(0, rows, source[key].index_select(0, picked))
             if self.device.type == "cuda":
                 torch.cuda.current_stream(self.device).synchronize()  # written before the reply says so
         except Exception as error:
@@ -186,9 +255,10 @@ class MjwarpGroup(EnvGroup):
         return {}
 
     def write_one(self, local, out):
-        source = self._current()
+        source = self._current(int(self.worlds.sim_of[local]))
+        world = int(self.worlds.world_of[local])
         for key, array in out.items():
-            torch.from_numpy(array).copy_(source[key][local])
+            torch.from_numpy(array).copy_(source[key][world])
 
     def device_pages(self, layout, rows, max_chunk, every_step):
         if self.device.type != "cuda":
@@ -210,13 +280,14 @@ class MjwarpGroup(EnvGroup):
     # ------------------------------------------------------------------ calls
     def render_rgb(self, local: int, camera: str) -> np.ndarray:
         """World `local`'s current rgb frame of `camera`, from the render its observation comes from."""
-        frame = self._current().get(f"{camera}_rgb")
+        frame = self._current(int(self.worlds.sim_of[local])).get(f"{camera}_rgb")
         if frame is None:
             raise ConfigError(
                 f"the mjwarp backend renders {camera!r} in rgb only when it is observed: add it to cameras with "
                 "'rgb' in modalities (or record video of it: record=VideoConfig(cameras=...)), or use "
                 "backend='mujoco', which renders any camera on request.")
-        return frame[local].to("cpu", copy=True).numpy()  # the frame outlives the next render (video queues it)
+        # a copy: the frame outlives the next render (video queues it)
+        return frame[int(self.worlds.world_of[local])].to("cpu", copy=True).numpy()
 
     def call(self, local, name, args, kwargs):
         if name == "render_rgb":
@@ -224,11 +295,11 @@ class MjwarpGroup(EnvGroup):
         if name == "get_demos":
             raise NotImplementedError(DEMOS_ALTERNATIVE)
         if name == "variation":
-            return int(self.sim.variations[local])
+            return int(self.sims[int(self.worlds.sim_of[local])].variations[self.worlds.world_of[local]])
         if name == "config":
             return self.config
         if name == "task":
-            return self.config.task
+            return self.worlds.tasks[local]
         if name == "__setattr__":
             raise AttributeError("the mjwarp backend's envs have no settable attributes: per-env choices go "
                                  "through reset(options={'env_options': [...]}) (e.g. {'variation': v}).")
@@ -236,9 +307,10 @@ class MjwarpGroup(EnvGroup):
                              f"{', '.join(READABLE)}; callable: render_rgb.")
 
     def close(self) -> None:
-        self._observations = None
+        self._observations = [None] * len(self.sims)
         self._tensor_views.clear()
-        self.sim.close()
+        for sim in self.sims:
+            sim.close()
         if self._page_tensors:
             # Free the pages now, not at interpreter exit: torch's CUDA IPC counts every page the main
             # process was sent, and warns at exit about any still allocated. The main process let go of
