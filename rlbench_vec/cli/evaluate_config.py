@@ -28,7 +28,7 @@ SCORED_ARGUMENTS = ("tasks", "episodes", "variations", "seed", "backend", "polic
 class EvaluateConfig:
     """What to score and how; the flags of `python -m rlbench_vec.evaluate` have the same names.
 
-    policy: "oracle" (the task's waypoint oracle acting through the env's actions: mujoco), "random"
+    policy: "oracle" (the task's waypoint oracle acting through the env's actions: mujoco, mjwarp), "random"
     (action_space samples), or "FILE.py:NAME" / "package.module:NAME", a factory of the agent (docs/evaluate.md).
     tasks: names, or a suite (SUITES). episodes: per task. variations: the variations episodes cycle through
     (None: all of the task's, episode k gets variation k mod their count). seed: the base of every episode's reset
@@ -64,10 +64,10 @@ class EvaluateConfig:
                  for name in task_list(given)]
         if not names or len(set(names)) != len(names):
             raise ConfigError(f"tasks must name at least one task, each once; got {self.tasks!r}.")
-        if self.policy == "oracle" and resolve_backend(self.backend) != "mujoco":
+        if self.policy == "oracle" and resolve_backend(self.backend) not in ("mujoco", "mjwarp"):
             raise ConfigError("--policy oracle acts the embedded tasks' waypoint oracles, which run on the mujoco "
-                              "backend (mjwarp's worlds and RLBench's planner have none here yet): use --backend "
-                              "mujoco for the oracle's table, or score another policy.")
+                              "and mjwarp backends (RLBench's planner has none here yet): use --backend mujoco or "
+                              "mjwarp for the oracle's table, or score another policy.")
         if "variation" in self.backend_options:
             raise ConfigError("backend_options['variation'] is set per episode by the evaluation; use --variations.")
         config = replace(self, tasks=tuple(names), episodes=integer("episodes", self.episodes, 1),

@@ -17,7 +17,7 @@ from ..mujoco.backend import check_variation_option, task_class
 from ..mujoco.tasks import TASKS
 from . import check_config, device_of, require
 
-OPTIONS = ("device", "nconmax", "njmax", "variation", "deterministic")  # backend_options this backend reads
+OPTIONS = ("device", "nconmax", "njmax", "variation", "deterministic", "oracle")  # backend_options this backend reads
 
 
 class MjwarpBackend(Backend):
@@ -27,7 +27,8 @@ class MjwarpBackend(Backend):
     (constraint rows per world: 256), variation (every episode's task variation, or "random": one drawn
     per reset; unset: 0, as the mujoco backend),
     deterministic (MuJoCo Warp's deterministic execution: on a GPU too, each world's trajectory is
-    bit-for-bit a function of its own seed and actions; False).
+    bit-for-bit a function of its own seed and actions; False), oracle (each step acts the episode's
+    waypoint oracle, the mujoco backend's, planned on the host: see oracles.py; False).
     """
 
     steps_in_parallel = True  # every world of a task steps in one launch: a step's deadline is one env's per task
@@ -46,8 +47,12 @@ class MjwarpBackend(Backend):
         unknown = sorted(set(config.backend_options) - set(OPTIONS))
         if unknown:
             raise ConfigError(f"unknown mjwarp backend_options {unknown}; allowed: {list(OPTIONS)}.")
-        if "deterministic" in config.backend_options:
-            flag("mjwarp backend_options['deterministic']", config.backend_options["deterministic"])
+        for name in ("deterministic", "oracle"):
+            if name in config.backend_options:
+                flag(f"mjwarp backend_options[{name!r}]", config.backend_options[name])
+        if config.backend_options.get("oracle") and config.action_timing != "rlbench":
+            raise ConfigError("backend_options['oracle'] plans one action per waypoint, each run until it is done: "
+                              "it needs action_timing='rlbench'.")
         for name in ("nconmax", "njmax"):
             if name in config.backend_options:
                 integer(f"mjwarp backend_options[{name!r}]", config.backend_options[name], 1)

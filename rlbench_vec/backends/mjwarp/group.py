@@ -32,6 +32,7 @@ from ..base import EnvGroup, GroupStep, failure
 from . import device_of
 from .control import ARM_MOVING, ERROR_MESSAGES, GRIPPER_MOVING
 from .faults import fault_names
+from .oracles import WorldOracles
 from .task_worlds import TaskWorlds, simulator_config
 
 if "mujoco" not in sys.modules:
@@ -89,6 +90,8 @@ class MjwarpGroup(EnvGroup):
         self._starting = np.zeros(self.size, bool)  # envs given an action since the last advance
         self._in_action = np.zeros(self.size, bool)  # envs started and not yet reported done
         self._everyone = np.arange(self.size)
+        self.oracles = WorldOracles() if options.get("oracle") else None  # each env acts its episode's oracle
+        self._exhausted: list[int] = []  # envs started whose oracle had no action left, reported at the next advance
 
     @property
     def sim(self) -> BatchedSimulation:
@@ -119,24 +122,30 @@ class MjwarpGroup(EnvGroup):
                 all_seeds[world], all_options[world] = seeds[p], options[p]
             self._observations[t] = None
             self._in_action[local[positions]] = False  # a new episode has nothing under way
-            mask = np.zeros(sim.num_worlds, bool)
-            mask[worlds] = True
+            envs = local[positions]
             try:
-                drawn = sim.reset(mask, all_seeds, all_options, defer=True)
+                drawn = self._draw(sim, envs, worlds, all_seeds, all_options)
                 found = [drawn[world] for world in worlds.tolist()]
             except Exception:
-                found = [self._reset_world(sim, world, all_seeds, all_options) for world in worlds.tolist()]
+                found = [self._draw_one(sim, env, world, all_seeds, all_options)
+                         for env, world in zip(envs.tolist(), worlds.tolist())]
             for p, info in zip(positions.tolist(), found):
                 infos[p] = info
         return infos
 
-    @staticmethod
-    def _reset_world(sim: BatchedSimulation, world: int, seeds: list,
-                     options: list) -> dict[str, Any] | tuple[str, str]:
+    def _draw(self, sim: BatchedSimulation, envs: np.ndarray, worlds: np.ndarray, seeds: list,
+              options: list) -> dict[int, dict[str, Any]]:
+        """New episodes of these worlds (deferred), with their oracles when the envs act them."""
+        if self.oracles is not None:
+            return self.oracles.reset(sim, envs, worlds, seeds, options)
         mask = np.zeros(sim.num_worlds, bool)
-        mask[world] = True
+        mask[worlds] = True
+        return sim.reset(mask, seeds, options, defer=True)
+
+    def _draw_one(self, sim: BatchedSimulation, env: int, world: int, seeds: list,
+                  options: list) -> dict[str, Any] | tuple[str, str]:
         try:
-            return sim.reset(mask, seeds, options, defer=True)[world]
+            return self._draw(sim, np.array([env]), np.array([world]), seeds, options)[world]
         except Exception as error:
             return failure(error)
 
@@ -152,6 +161,15 @@ class MjwarpGroup(EnvGroup):
         return result
 
     def start(self, local, actions):
+        if self.oracles is not None:  # the actions given are replaced by the oracles'
+            actions = np.array(actions, np.float32)
+            exhausted = np.zeros(len(local), bool)
+            for t, positions, worlds in self.worlds.split(local):
+                planned = actions[positions]
+                exhausted[positions] = self.oracles.act(self.sims[t], local[positions], worlds, planned)
+                actions[positions] = planned
+            self._exhausted += local[exhausted].tolist()
+            local, actions = local[~exhausted], actions[~exhausted]
         self._actions[local] = actions
         self._starting[local] = True
         self._in_action[local] = True
@@ -162,7 +180,9 @@ class MjwarpGroup(EnvGroup):
         round until min_done envs are done or control_steps rounds ran."""
         start = time.perf_counter()
         busy = [t for t, envs in enumerate(self.worlds.envs) if self._in_action[envs].any()]
-        rounds, parts = 0, []
+        exhausted = np.array(self._exhausted, np.int64)
+        self._exhausted = []
+        rounds, parts = 0, [self._oracle_exhausted(exhausted)] if exhausted.size else []
         while busy:
             single = len(self.sims) == 1 or (min_done is None and control_steps is None)
             for t in busy:
@@ -174,7 +194,16 @@ class MjwarpGroup(EnvGroup):
             if single or (min_done is not None and done >= min_done) or (control_steps is not None
                                                                            and rounds >= control_steps):
                 break
-        return self._results(parts, time.perf_counter() - start)
+        done, result = self._results(parts, time.perf_counter() - start)
+        for j in np.flatnonzero(np.isin(done, exhausted)).tolist():
+            result.infos.setdefault(j, {})["oracle_exhausted"] = True
+        return done, result
+
+    @staticmethod
+    def _oracle_exhausted(envs: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The results of envs whose oracle ran out of actions: the episode ends unsolved, as on mujoco."""
+        zeros = np.zeros(len(envs))
+        return envs, zeros, np.ones(len(envs)), zeros, zeros, zeros
 
     def _step_simulator(self, t: int, min_done: int | None, control_steps: int | None) -> tuple[np.ndarray, ...]:
         """One step of simulator t; its envs done, and their reward, terminated, fault bits, error codes
