@@ -32,7 +32,6 @@ from ..base import EnvGroup, GroupStep, failure
 from . import device_of
 from .control import ARM_MOVING, ERROR_MESSAGES, GRIPPER_MOVING
 from .faults import fault_names
-from .oracles import WorldOracles
 from .task_worlds import TaskWorlds, simulator_config
 
 if "mujoco" not in sys.modules:
@@ -43,6 +42,7 @@ import warp  # noqa: E402
 
 warp.config.log_level = warp.LOG_WARNING  # no line per kernel module loaded at each worker start
 
+from .oracles import WorldOracles  # noqa: E402
 from .simulation import BatchedSimulation  # noqa: E402
 
 DEMOS_ALTERNATIVE = (
@@ -183,8 +183,8 @@ class MjwarpGroup(EnvGroup):
         exhausted = np.array(self._exhausted, np.int64)
         self._exhausted = []
         rounds, parts = 0, [self._oracle_exhausted(exhausted)] if exhausted.size else []
+        single = len(self.sims) == 1 or (min_done is None and control_steps is None)  # one call per simulator
         while busy:
-            single = len(self.sims) == 1 or (min_done is None and control_steps is None)
             for t in busy:
                 parts.append(self._step_simulator(t, min_done if single else None,
                                                   control_steps if single else 1))
