@@ -1,6 +1,7 @@
 """rlbench_vec.evaluate: the function and the command end to end on real backends at tiny image sizes: episodes'
-assignment independent of num_envs, the oracle's success, a policy from a file (invalid actions counted), resume,
-bad input in one line with nothing written."""
+assignment independent of num_envs and of the backend (mjwarp: two tasks in one vector env), the oracle's success,
+videos of the first episodes, a policy from a file (invalid actions counted), resume, bad input in one line with
+nothing written."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+import imageio.v2 as imageio
 import pytest
+from conftest import needs
 
 from rlbench_vec.cli.evaluate_config import EpisodeQueue, Planned
 from rlbench_vec.evaluate import EvaluateConfig, evaluate
@@ -72,9 +75,44 @@ def test_the_oracle_scores_the_same_episodes_at_one_env_and_at_three(tmp_path):
 def test_envs_keep_to_one_task_while_it_has_episodes_then_take_the_longest_queue():
     episodes = [Planned(task, k, 0, k) for task, count in (("a", 3), ("b", 1), ("c", 2)) for k in range(count)]
     queue = EpisodeQueue(episodes)
-    assert [(p.task, p.episode) for p in queue.first(4)] == [("a", 0), ("b", 0), ("c", 0), ("a", 1)]
+    # an env per task, the fourth to the task with the most episodes per env
+    assert [(p.task, p.episode) for p in queue.first(4)] == [("a", 0), ("a", 1), ("b", 0), ("c", 0)]
     assert (queue.next("c").task, queue.next("b").task, len(queue)) == ("c", "a", 0)  # b is done: a has most left
     assert queue.next("a") is None
+    pinned = EpisodeQueue(episodes, pinned=True)  # envs that cannot change task (mjwarp)
+    pinned.first(2)
+    assert pinned.next("b") is None and pinned.next("a").task == "a"
+
+
+def test_video_keeps_the_first_episode_of_each_task_as_a_readable_mp4(tmp_path):
+    out = tmp_path / "out"
+    evaluate(EvaluateConfig(policy="oracle", tasks=("reach_target",), episodes=2, backend="mujoco", video=1,
+                            out=str(out), **SMALL))
+    assert sorted(os.listdir(out / "videos")) == ["reach_target_ep000.mp4"]  # the scratch folder is gone
+    first = next(e for e in lines(out) if e["episode"] == 0)
+    with imageio.get_reader(str(out / "videos" / "reach_target_ep000.mp4")) as reader:
+        frames = [frame for frame in reader]
+    assert len(frames) == first["steps"] + 1 and frames[0].shape == (16, 16, 3)  # the start, then each action
+
+
+@needs("gpu", "warp", "mujoco_warp", "torch")
+def test_the_oracle_on_mjwarp_scores_two_tasks_in_one_vector_env_as_on_mujoco(tmp_path):
+    """mjwarp's worlds act the mujoco backend's oracle (planned on the host from each world's state): the same
+    episodes (task, number, variation, seed, hence description) as the mujoco backend's run, all solved."""
+    config = {"policy": "oracle", "tasks": ("reach_target", "pick_and_lift"), "episodes": 2, "num_envs": 2,
+              "max_steps": 40, **SMALL}
+    mjwarp = evaluate(EvaluateConfig(backend="mjwarp", backend_options={"device": "cpu"}, out=str(tmp_path / "w"),
+                                     **config))
+    evaluate(EvaluateConfig(backend="mujoco", out=str(tmp_path / "m"), **config))
+    assert json.loads((tmp_path / "w" / "results.json").read_text())["finished"] and mjwarp["backend"] == "mjwarp"
+    assert {task: (score["episodes"], score["success_rate"]) for task, score in mjwarp["tasks"].items()} == {
+        "reach_target": (2, 1), "pick_and_lift": (2, 1)}
+
+    def assignment(out: Path) -> list[tuple]:
+        return sorted((e["task"], e["episode"], e["variation"], e["seed"], e["description"], e["success"])
+                      for e in lines(out))
+
+    assert assignment(tmp_path / "w") == assignment(tmp_path / "m")
 
 
 def test_a_policy_from_a_file_with_invalid_actions_counted_and_a_resume(tmp_path):

@@ -307,8 +307,6 @@ def test_backend_options_and_worker_split_are_checked_in_the_main_process(make_e
         make_env(num_envs=4, envs_per_worker=2, **ENGINE)
     with pytest.raises(ConfigError, match="arm_mode='ik'"):
         make_env(num_envs=2, arm_mode="planning", **ENGINE)
-    with pytest.raises(ConfigError, match="one MuJoCo Warp simulator"):  # a task per env: not yet (docs/mjwarp.md)
-        make_env(num_envs=2, task=["reach_target", "pick_and_lift"], **ENGINE)
 
 
 def test_one_worker_serves_the_mujoco_layout_through_every_call(make_env):

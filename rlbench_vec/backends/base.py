@@ -70,6 +70,9 @@ class Backend(ABC):
     # None: the envs of one vector env may run different tasks, and a reset may change an env's task
     # (reset(options={"task": name})); else why every env runs the one task it was made with
     one_task_reason: ClassVar[str | None] = None
+    # None: a reset may change an env's task; else why not (its envs may run different tasks, each fixed at
+    # the start): the engine refuses reset(options={"task": other}) with it
+    task_change_reason: ClassVar[str | None] = None
 
     @classmethod
     @abstractmethod
@@ -108,8 +111,8 @@ class Backend(ABC):
         """Whether its envs serve render_rgb frames for video (record=...)."""
         return cls.render_rgb is not Backend.render_rgb
 
-    # its group steps all its instances at once (one batched simulator), so a step's deadline does
-    # not grow with the number of envs in a command
+    # its group steps all its instances at once (one batched simulator per task), so a step's deadline
+    # grows with the number of tasks, not of envs, in a command
     steps_in_parallel: ClassVar[bool] = False
 
     @classmethod

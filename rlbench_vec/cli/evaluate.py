@@ -6,11 +6,13 @@ evaluate(EvaluateConfig(...)).
 
 - Episodes: episode k of task t always gets the same variation and reset seed (evaluate_config.plan), whatever
   --num_envs and whichever env runs it, so a deterministic policy scores the same at 1 env and at 16.
-- Running: one vector env for all tasks, each env running one episode at a time (mjwarp, whose envs run one task:
-  a vector env per task). The envs step as partial batches: an env whose action is done gets its next action,
-  and an env whose episode ended starts the next pending episode at once (send_reset), so a slow task holds no
-  other. An env keeps to one task while it has episodes left (evaluate_config.EpisodeQueue): each task an env
-  meets costs it a scene build.
+- Running: one vector env for all tasks, each env running one episode at a time. The envs step as partial
+  batches: an env whose action is done gets its next action, and an env whose episode ended starts the next
+  pending episode at once (send_reset), so a slow task holds no other. An env keeps to one task while it has
+  episodes left (evaluate_config.EpisodeQueue): each task an env meets costs it a scene build. Where a reset
+  cannot change an env's task (mjwarp: a simulator per task), the envs are shared out between the tasks by their
+  episodes (each task at least one env while there are as many envs as tasks, else the rest in a next vector
+  env), and each env runs the episodes of its own task.
 - Outcomes: success is the episode ending with reward > 0; a time limit (--max_steps), an invalid action (the
   robot's, or a policy's wrong shape or NaN: recorded and counted as failures) end it too. A worker crash
   mid-episode reruns that episode (flagged in its line), never counted twice.
@@ -220,12 +222,10 @@ def evaluate(config: EvaluateConfig, command: str | None = None) -> dict[str, An
     try:
         if run.finished:
             run.progress.say(f"resuming {out}: {len(run.finished)} of {run.total} episodes are already there")
-        groups = [list(config.tasks)] if backend_class(config.backend).one_task_reason is None else [
-            [task] for task in config.tasks]
-        for tasks in groups:
-            pending = EpisodeQueue(p for task in tasks for p in plans[task] if (p.task, p.episode) not in finished)
-            if pending:
-                run.run(pending)
+        pending = EpisodeQueue((p for task in config.tasks for p in plans[task] if (p.task, p.episode) not in finished),
+                               pinned=backend_class(config.backend).task_change_reason is not None)
+        while pending:
+            run.run(pending)
         result["finished"] = True
     finally:
         run.log.close()

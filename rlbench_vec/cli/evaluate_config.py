@@ -29,7 +29,7 @@ SCORED_ARGUMENTS = ("tasks", "episodes", "variations", "seed", "backend", "polic
 class EvaluateConfig:
     """What to score and how; the flags of `python -m rlbench_vec.evaluate` have the same names.
 
-    policy: "oracle" (the task's waypoint oracle acting through the env's actions: mujoco), "random"
+    policy: "oracle" (the task's waypoint oracle acting through the env's actions: mujoco, mjwarp), "random"
     (action_space samples), or "FILE.py:NAME" / "package.module:NAME", a factory of the agent (docs/evaluate.md).
     tasks: names, or a suite (SUITES). episodes: per task. variations: the variations episodes cycle through
     (None: all of the task's, episode k gets variation k mod their count). seed: the base of every episode's reset
@@ -65,10 +65,10 @@ class EvaluateConfig:
                  for name in task_list(given)]
         if not names or len(set(names)) != len(names):
             raise ConfigError(f"tasks must name at least one task, each once; got {self.tasks!r}.")
-        if self.policy == "oracle" and resolve_backend(self.backend) != "mujoco":
+        if self.policy == "oracle" and resolve_backend(self.backend) not in ("mujoco", "mjwarp"):
             raise ConfigError("--policy oracle acts the embedded tasks' waypoint oracles, which run on the mujoco "
-                              "backend (mjwarp's worlds and RLBench's planner have none here yet): use --backend "
-                              "mujoco for the oracle's table, or score another policy.")
+                              "and mjwarp backends (RLBench's planner has none here yet): use --backend mujoco or "
+                              "mjwarp for the oracle's table, or score another policy.")
         if "variation" in self.backend_options:
             raise ConfigError("backend_options['variation'] is set per episode by the evaluation; use --variations.")
         config = replace(self, tasks=tuple(names), episodes=integer("episodes", self.episodes, 1),
@@ -152,11 +152,13 @@ def plan(config: EvaluateConfig, task: str, count: int) -> list[Planned]:
 
 
 class EpisodeQueue:
-    """The episodes not yet run, handed to envs by task: an env keeps to its task while that has episodes left,
-    since an env's first episode of a task builds the task's scene (seconds, as long as several episodes), then
-    takes the task with the most left. Which env runs an episode never changes its variation or seed."""
+    """The episodes not yet run, handed to envs by task. An env's first episode of a task builds that task's
+    scene (seconds, as long as several episodes), so an env keeps to its task while it has episodes left; then,
+    unless tasks are pinned (the backend cannot change an env's task at a reset), it takes the task with the
+    most left. Which env runs an episode never changes its variation or seed."""
 
-    def __init__(self, episodes: Iterable[Planned]):
+    def __init__(self, episodes: Iterable[Planned], pinned: bool = False):
+        self.pinned = pinned
         self.by_task: dict[str, collections.deque[Planned]] = {}
         for episode in episodes:
             self.by_task.setdefault(episode.task, collections.deque()).append(episode)
@@ -165,17 +167,20 @@ class EpisodeQueue:
         return sum(map(len, self.by_task.values()))
 
     def first(self, num_envs: int) -> list[Planned]:
-        """One episode for each of up to num_envs envs, the envs spread over the tasks in turn."""
-        firsts: list[Planned] = []
-        while len(firsts) < num_envs and len(self):
-            for queue in self.by_task.values():
-                if queue and len(firsts) < num_envs:
-                    firsts.append(queue.popleft())
-        return firsts
+        """The first episodes of up to num_envs envs: an env for each task (in order, as far as they go), the
+        others shared out in proportion to the tasks' episodes left (D'Hondt: each to the task with the most
+        episodes per env); grouped by task."""
+        left = {task: len(queue) for task, queue in self.by_task.items() if queue}
+        total = min(num_envs, sum(left.values()))
+        envs = {task: 1 for task in list(left)[:total]}
+        for _ in range(total - len(envs)):
+            task = max((t for t in envs if envs[t] < left[t]), key=lambda t: left[t] / (envs[t] + 1))
+            envs[task] += 1
+        return [self.by_task[task].popleft() for task, count in envs.items() for _ in range(count)]
 
     def next(self, task: str) -> Planned | None:
-        """The next episode for an env whose last episode was of `task`; None when none is left."""
+        """The next episode for an env whose last episode was of `task`; None when none is left for it."""
         queue = self.by_task.get(task)
-        if not queue and self.by_task:
+        if not queue and not self.pinned and self.by_task:
             queue = max(self.by_task.values(), key=len)
         return queue.popleft() if queue else None

@@ -40,5 +40,4 @@ class Videos:
                 if planned.episode < self.count:
                     path.replace(self.folder / f"{planned.task}_ep{planned.episode:03d}.mp4")
         self.order.clear()
-        shutil.rmtree(self.raw, ignore_errors=True)
-        self.raw.mkdir(parents=True)
+        shutil.rmtree(self.raw, ignore_errors=True)  # the next vector env's workers make it again

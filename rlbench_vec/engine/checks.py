@@ -139,9 +139,10 @@ def reset_tasks(options: list[dict | None], mask: np.ndarray, tasks: list[str], 
             raise ConfigError(f"reset option 'task' names one task, got {own['task']!r} for env {env}.")
         task = snake_case(own["task"])
         if task not in checked and task != tasks[env]:
-            if backend.one_task_reason:
+            reason = backend.one_task_reason or backend.task_change_reason
+            if reason:
                 raise ConfigError(f"reset option 'task' changes env {env}'s task to {task!r}, which this backend "
-                                  f"cannot: {backend.one_task_reason}")
+                                  f"cannot: {reason}")
             if vc.spare_envs or vc.recycle_after_episodes or vc.max_worker_rss_mb:
                 raise ConfigError("reset option 'task' changes an env's task, which spare or recycled instances "
                                   "(made with the constructor's tasks) would not follow: leave spare_envs, "

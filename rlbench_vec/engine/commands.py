@@ -47,10 +47,12 @@ Batch = list[tuple[WorkerHandle, list[Entry], tuple[list[int], bytes]]]
 
 class Commands:
     def __init__(self, workers: Workers, table: EnvTable, restarts: Restarts, recycler: Recycler,
-                 buffers: SharedBuffers, steps_in_parallel: bool, on_device_pages: Callable[[list], None] | None):
+                 buffers: SharedBuffers, batched_steps: int, on_device_pages: Callable[[list], None] | None):
         self.workers, self.table, self.restarts, self.recycler = workers, table, restarts, recycler
         self.buffers, self.vc = buffers, workers.vc
-        self.steps_in_parallel = steps_in_parallel  # a group steps its envs at once: deadlines do not add up
+        # a group that steps its envs at once takes this many batched steps per command (one per simulator):
+        # deadlines do not add up per env; 0: its envs step in turn
+        self.batched_steps = batched_steps
         self.on_device_pages = on_device_pages  # called with a started worker's device pages, if it has some
         self.earliest = math.inf  # no deadline is earlier than this (it may be an answered command's)
         self._full: Batch | None = None  # each worker's entries of a full batch, kept until an env moves
@@ -111,7 +113,7 @@ class Commands:
         resets = self._resets_due()
         earliest = self.earliest
         for (handle, entries, (ids, _)), seq in zip(batch, seqs):
-            steps = 1 if self.steps_in_parallel else len(entries)
+            steps = self.batched_steps or len(entries)
             budget = vc.step_timeout_s * k * steps + vc.reset_timeout_s * resets.get(handle, 0)
             earliest = min(earliest, handle.track(STEP, seq, entries, ids, budget, page, k).deadline)
         self.earliest = earliest

@@ -62,7 +62,7 @@ class Pool:
         self.restarts = Restarts(self.workers, self.table, buffers, self.close)
         self.recycler = Recycler(self.workers, self.table, self.restarts)
         self.commands = Commands(self.workers, self.table, self.restarts, self.recycler, buffers,
-                                 backend.steps_in_parallel, on_device_pages)
+                                 len(config.tasks) if backend.steps_in_parallel else 0, on_device_pages)
         self.page_env = [buffers.arrays[f"page{p}/env"] for p in (0, 1)]
         self.everyone = np.arange(n)
         self.closed = False

@@ -2,7 +2,7 @@
 
 The class below answers the engine's questions (validation, layout, one worker for all envs, where
 observations live) without importing warp, mujoco_warp or mujoco; the worker builds every env as one
-world of one BatchedSimulation in `MjwarpGroup` (group.py). There is no per-env instance: the class
+world of its task's BatchedSimulation in `MjwarpGroup` (group.py). There is no per-env instance: the class
 stays abstract, and `make_group` is the only way in.
 """
 
@@ -18,11 +18,11 @@ from ..mujoco.tasks import TASKS
 from . import check_config, device_of, require
 
 # backend_options this backend reads
-OPTIONS = ("device", "nconmax", "njmax", "variation", "deterministic", "shaped_rewards", "profile")
+OPTIONS = ("device", "nconmax", "njmax", "variation", "deterministic", "shaped_rewards", "profile", "oracle")
 
 
 class MjwarpBackend(Backend):
-    """All envs of a vector env as the worlds of one MuJoCo Warp simulator, in one worker process.
+    """All envs of a vector env as the worlds of one MuJoCo Warp simulator per task, in one worker process.
 
     backend_options: device (see device_of), nconmax (contact slots per world, pooled: 64), njmax
     (constraint rows per world: 256), variation (every episode's task variation, or "random": one drawn
@@ -31,15 +31,16 @@ class MjwarpBackend(Backend):
     bit-for-bit a function of its own seed and actions; False), shaped_rewards (the task's reward() as
     RLBench's shaped rewards, computed on the device; only for tasks that define one; False), profile (time
     each phase of the work: physics, each camera's conversions, the page writes, resets...; read with
-    call("phase_profile"); False: nothing timed).
+    call("phase_profile"); False: nothing timed), oracle (each step acts the episode's waypoint oracle, the
+    mujoco backend's, planned on the host: see oracles.py; False).
     """
 
-    steps_in_parallel = True  # every world steps in one launch: a step's deadline is one env's
-    one_task_reason = (
-        "the mjwarp backend runs every env as a world of one MuJoCo Warp simulator, whose model is one task's "
-        "scene, so all its envs run one task. Envs of several tasks would need a simulator per task in the "
-        "worker, each with its own kernels, pages and partial steps: not built yet. Run a vector env per task "
-        "(rlbench_vec.evaluate does), or use backend='mujoco'.")
+    steps_in_parallel = True  # every world of a task steps in one launch: a step's deadline is one env's per task
+    task_change_reason = (
+        "the mjwarp backend runs the envs of each task as the worlds of that task's MuJoCo Warp simulator (its "
+        "model is the task's scene), made when the vector env starts with as many worlds as envs of the task, so "
+        "an env cannot move to another task's simulator. Make the vector env with each env's task (task=[...] or "
+        "a suite), one vector env per task, or use backend='mujoco', whose envs change tasks at a reset.")
 
     name = "mjwarp"
 
@@ -50,9 +51,12 @@ class MjwarpBackend(Backend):
         unknown = sorted(set(config.backend_options) - set(OPTIONS))
         if unknown:
             raise ConfigError(f"unknown mjwarp backend_options {unknown}; allowed: {list(OPTIONS)}.")
-        for name in ("deterministic", "profile"):
+        for name in ("deterministic", "profile", "oracle"):
             if name in config.backend_options:
                 flag(f"mjwarp backend_options[{name!r}]", config.backend_options[name])
+        if config.backend_options.get("oracle") and config.action_timing != "rlbench":
+            raise ConfigError("backend_options['oracle'] plans one action per waypoint, each run until it is done: "
+                              "it needs action_timing='rlbench'.")
         for name in ("nconmax", "njmax"):
             if name in config.backend_options:
                 integer(f"mjwarp backend_options[{name!r}]", config.backend_options[name], 1)

@@ -1,6 +1,9 @@
-"""MjwarpGroup: the envs of a vector env as the worlds of one BatchedSimulation, in one worker.
+"""MjwarpGroup: the envs of a vector env as the worlds of one BatchedSimulation per task, in one worker.
 
-Instance i is world i. A step moves the commanded worlds together, each on its own clock (a world
+With one task, instance i is world i. With several, the envs of task t are the worlds of simulator t
+(task_worlds.py), each simulator with its own kernels, graphs and clocks; a command's envs are split
+between the simulators it touches, each stepped or observed in turn, and their observations land in
+the same pages at each env's own index. A step moves the commanded worlds together, each on its own clock (a world
 whose action is done, or that has none, is frozen: see docs/mjwarp.md); resets are drawn on the
 host at once and reach the device with the next observation in one launch; observations are
 rendered once per state and copied, one copy per key, into the result page's slots. On a GPU the
@@ -30,6 +33,7 @@ from . import device_of
 from .control import ARM_MOVING, ERROR_MESSAGES, GRIPPER_MOVING
 from .faults import fault_names
 from .profile import PAGE_WRITE, phase
+from .task_worlds import TaskWorlds, simulator_config
 
 if "mujoco" not in sys.modules:
     os.environ["MUJOCO_GL"] = "disable"  # the worlds render with MuJoCo Warp: MuJoCo itself needs no GL here
@@ -39,6 +43,7 @@ import warp  # noqa: E402
 
 warp.config.log_level = warp.LOG_WARNING  # no line per kernel module loaded at each worker start
 
+from .oracles import WorldOracles  # noqa: E402
 from .simulation import BatchedSimulation  # noqa: E402
 
 DEMOS_ALTERNATIVE = (
@@ -51,7 +56,8 @@ CALLABLE = ("render_rgb", "phase_profile")
 
 
 class MjwarpGroup(EnvGroup):
-    """Every env of the vector env, as worlds 0..size-1 of one simulator on backend_options' device."""
+    """Every env of the vector env, as the worlds of one simulator per task on backend_options' device.
+    Env i's generator is seeded like the mujoco backend's env i (whatever its world)."""
 
     partial_steps = True  # rlbench timing: worlds finish their actions at different control steps
 
@@ -64,21 +70,41 @@ class MjwarpGroup(EnvGroup):
         self.size = len(instances)
         self.config = config
         self.layout = observation_spec(config)
+        self.worlds = TaskWorlds([config.task_of(env) for env in range(self.size)])
         options = config.backend_options
-        self.sim = BatchedSimulation(self._rendered(config), self.size, device_of(config),
-                                     nconmax=options.get("nconmax", 64), njmax=options.get("njmax", 256),
-                                     deterministic=bool(options.get("deterministic", False)),
-                                     profile=bool(options.get("profile", False)))
-        self.device = torch.device(self.sim.torch_device)
-        # the page writes run on torch's stream: profiled there
-        self._page_stream = warp.stream_from_torch(torch.cuda.current_stream(self.device)) \
-            if self.sim.profile is not None and self.device.type == "cuda" else None
-        self._observations: dict[str, torch.Tensor] | None = None  # None: the state changed since the last render
-        self._actions = np.zeros((self.size, self.sim.action_size), np.float32)
-        self._starting = np.zeros(self.size, bool)  # worlds given an action since the last advance
-        self._everyone = np.arange(self.size)
+        self.sims: list[BatchedSimulation] = []
         self._tensor_views: dict[int, tuple[Mapping, dict[str, torch.Tensor]]] = {}
         self._page_tensors: list[torch.Tensor] = []  # the result pages shared with the main process
+        try:
+            for task, envs in zip(self.worlds.names, self.worlds.envs):
+                sim = BatchedSimulation(self._rendered(simulator_config(config, task)), len(envs), device_of(config),
+                                        nconmax=options.get("nconmax", 64), njmax=options.get("njmax", 256),
+                                        deterministic=bool(options.get("deterministic", False)),
+                                        profile=bool(options.get("profile", False)))
+                sim.episodes.rngs = [np.random.default_rng(env) for env in envs.tolist()]  # the mujoco backend's env i
+                self.sims.append(sim)
+        except BaseException:
+            self.close()
+            raise
+        self.device = torch.device(self.sims[0].torch_device)
+        # the page writes run on torch's stream: profiled there, in the first simulator's timer
+        self._page_stream = warp.stream_from_torch(torch.cuda.current_stream(self.device)) \
+            if self.sims[0].profile is not None and self.device.type == "cuda" else None
+        # per simulator, its observations of the current state; None: the state changed since the last render
+        self._observations: list[dict[str, torch.Tensor] | None] = [None] * len(self.sims)
+        self._actions = np.zeros((self.size, self.sims[0].action_size), np.float32)
+        self._starting = np.zeros(self.size, bool)  # envs given an action since the last advance
+        self._in_action = np.zeros(self.size, bool)  # envs started and not yet reported done
+        self._everyone = np.arange(self.size)
+        self.oracles = WorldOracles() if options.get("oracle") else None  # each env acts its episode's oracle
+        self._exhausted: list[int] = []  # envs started whose oracle had no action left, reported at the next advance
+
+    @property
+    def sim(self) -> BatchedSimulation:
+        """The simulator of a group of one task."""
+        if len(self.sims) != 1:
+            raise AttributeError(f"this group runs {len(self.sims)} simulators, one per task: use sims")
+        return self.sims[0]
 
     @staticmethod
     def _rendered(config: EnvConfig) -> EnvConfig:
@@ -91,27 +117,41 @@ class MjwarpGroup(EnvGroup):
 
     # ------------------------------------------------------------------ episodes
     def reset(self, local, seeds, options):
-        """Draw new episodes on the host; the worlds take them at the next observation (one launch for
-        every reset since). A failing draw fails its own world only."""
-        worlds = local.tolist()
-        all_seeds: list[int | None] = [None] * self.size
-        all_options: list[Mapping[str, Any] | None] = [None] * self.size
-        for world, seed, world_options in zip(worlds, seeds, options):
-            all_seeds[world], all_options[world] = seed, world_options
-        self._observations = None
-        mask = np.zeros(self.size, bool)
-        mask[local] = True
-        try:
-            infos = self.sim.reset(mask, all_seeds, all_options, defer=True)
-        except Exception:
-            return [self._reset_world(world, all_seeds, all_options) for world in worlds]
-        return [infos[world] for world in worlds]
+        """Draw new episodes on the host; the worlds take them at the next observation (one launch per
+        simulator for every reset since). A failing draw fails its own world only."""
+        infos: list[dict[str, Any] | tuple[str, str]] = [{} for _ in range(len(local))]
+        for t, positions, worlds in self.worlds.split(local):
+            sim = self.sims[t]
+            all_seeds: list[int | None] = [None] * sim.num_worlds
+            all_options: list[Mapping[str, Any] | None] = [None] * sim.num_worlds
+            for p, world in zip(positions.tolist(), worlds.tolist()):
+                all_seeds[world], all_options[world] = seeds[p], options[p]
+            self._observations[t] = None
+            self._in_action[local[positions]] = False  # a new episode has nothing under way
+            envs = local[positions]
+            try:
+                drawn = self._draw(sim, envs, worlds, all_seeds, all_options)
+                found = [drawn[world] for world in worlds.tolist()]
+            except Exception:
+                found = [self._draw_one(sim, env, world, all_seeds, all_options)
+                         for env, world in zip(envs.tolist(), worlds.tolist())]
+            for p, info in zip(positions.tolist(), found):
+                infos[p] = info
+        return infos
 
-    def _reset_world(self, world: int, seeds: list, options: list) -> dict[str, Any] | tuple[str, str]:
-        mask = np.zeros(self.size, bool)
-        mask[world] = True
+    def _draw(self, sim: BatchedSimulation, envs: np.ndarray, worlds: np.ndarray, seeds: list,
+              options: list) -> dict[int, dict[str, Any]]:
+        """New episodes of these worlds (deferred), with their oracles when the envs act them."""
+        if self.oracles is not None:
+            return self.oracles.reset(sim, envs, worlds, seeds, options)
+        mask = np.zeros(sim.num_worlds, bool)
+        mask[worlds] = True
+        return sim.reset(mask, seeds, options, defer=True)
+
+    def _draw_one(self, sim: BatchedSimulation, env: int, world: int, seeds: list,
+                  options: list) -> dict[str, Any] | tuple[str, str]:
         try:
-            return self.sim.reset(mask, seeds, options, defer=True)[world]
+            return self._draw(sim, np.array([env]), np.array([world]), seeds, options)[world]
         except Exception as error:
             return failure(error)
 
@@ -119,7 +159,7 @@ class MjwarpGroup(EnvGroup):
         """Every commanded world's action, run until it is done in its world (each world on its own clock)."""
         self.start(local, actions)
         finished, result = self.advance(None)
-        if not np.array_equal(finished, local):  # results come in world order; the engine's local may not be
+        if not np.array_equal(finished, local):  # results come in env order; the engine's local may not be
             order = np.searchsorted(finished, local)
             result = GroupStep(result.reward[order], result.terminated[order],
                                {j: result.infos[i] for j, i in enumerate(order.tolist()) if i in result.infos},
@@ -127,21 +167,75 @@ class MjwarpGroup(EnvGroup):
         return result
 
     def start(self, local, actions):
+        if self.oracles is not None:  # the actions given are replaced by the oracles'
+            actions = np.array(actions, np.float32)
+            exhausted = np.zeros(len(local), bool)
+            for t, positions, worlds in self.worlds.split(local):
+                planned = actions[positions]
+                exhausted[positions] = self.oracles.act(self.sims[t], local[positions], worlds, planned)
+                actions[positions] = planned
+            self._exhausted += local[exhausted].tolist()
+            local, actions = local[~exhausted], actions[~exhausted]
         self._actions[local] = actions
         self._starting[local] = True
+        self._in_action[local] = True
 
     def advance(self, min_done, control_steps=None):
+        """One simulator: its own step. Several: each simulator with envs in an action steps in turn, all
+        to the end of their actions (min_done and control_steps None), else one control step each per
+        round until min_done envs are done or control_steps rounds ran."""
         start = time.perf_counter()
-        out = self.sim.step(self._actions, active=self._starting, min_done=min_done, control_steps=control_steps)
-        self._starting[:] = False
-        self._observations = None
-        # one device-to-host copy for every world's results
+        busy = [t for t, envs in enumerate(self.worlds.envs) if self._in_action[envs].any()]
+        exhausted = np.array(self._exhausted, np.int64)
+        self._exhausted = []
+        rounds, parts = 0, [self._oracle_exhausted(exhausted)] if exhausted.size else []
+        single = len(self.sims) == 1 or (min_done is None and control_steps is None)  # one call per simulator
+        while busy:
+            for t in busy:
+                parts.append(self._step_simulator(t, min_done if single else None,
+                                                  control_steps if single else 1))
+            rounds += 1
+            done = sum(len(part[0]) for part in parts)
+            busy = [t for t in busy if self._in_action[self.worlds.envs[t]].any()]
+            if single or (min_done is not None and done >= min_done) or (control_steps is not None
+                                                                           and rounds >= control_steps):
+                break
+        done, result = self._results(parts, time.perf_counter() - start)
+        for j in np.flatnonzero(np.isin(done, exhausted)).tolist():
+            result.infos.setdefault(j, {})["oracle_exhausted"] = True
+        return done, result
+
+    @staticmethod
+    def _oracle_exhausted(envs: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The results of envs whose oracle ran out of actions: the episode ends unsolved, as on mujoco."""
+        zeros = np.zeros(len(envs))
+        return envs, zeros, np.ones(len(envs)), zeros, zeros, zeros
+
+    def _step_simulator(self, t: int, min_done: int | None, control_steps: int | None) -> tuple[np.ndarray, ...]:
+        """One step of simulator t; its envs done, and their reward, terminated, fault bits, error codes
+        and motion bits (one device-to-host copy)."""
+        envs = self.worlds.envs[t]
+        out = self.sims[t].step(self._actions[envs], active=self._starting[envs], min_done=min_done,
+                                control_steps=control_steps)
+        self._starting[envs] = False
+        self._observations[t] = None
         reward, terminated, fault, error, moving, finished = torch.stack([
             out.reward, out.terminated.float(), out.fault.float(), out.error.float(), out.moving.float(),
             out.finished.float()]).cpu().numpy()
         done = np.flatnonzero(finished)
-        bits, codes, motion = (values[done].astype(np.int32) for values in (fault, error, moving))
-        result = GroupStep(reward[done].astype(np.float64), terminated[done] > 0, {}, {}, truncated=bits != 0)
+        self._in_action[envs[done]] = False
+        return envs[done], reward[done], terminated[done], fault[done], error[done], moving[done]
+
+    @staticmethod
+    def _results(parts: list[tuple[np.ndarray, ...]], seconds: float) -> tuple[np.ndarray, GroupStep]:
+        """The envs done in these simulator steps, ascending, and their results."""
+        if not parts:
+            return np.zeros(0, np.int64), GroupStep(np.zeros(0), np.zeros(0, bool), {}, {}, seconds, np.zeros(0, bool))
+        envs, reward, terminated, fault, error, moving = (np.concatenate(column) for column in zip(*parts))
+        order = np.argsort(envs, kind="stable")
+        done = envs[order]
+        bits, codes, motion = (values[order].astype(np.int32) for values in (fault, error, moving))
+        result = GroupStep(reward[order].astype(np.float64), terminated[order] > 0, {}, {}, truncated=bits != 0)
         for j in np.flatnonzero(bits | codes | motion).tolist():
             info = result.infos[j] = {}
             if bits[j]:
@@ -153,15 +247,16 @@ class MjwarpGroup(EnvGroup):
                 info["arm_moving"] = True
             if motion[j] & GRIPPER_MOVING:
                 info["gripper_moving"] = True
-        result.seconds = time.perf_counter() - start
+        result.seconds = seconds
         return done, result
 
     # ------------------------------------------------------------------ observations
-    def _current(self) -> dict[str, torch.Tensor]:
-        """Every world's observation of the current state, rendered once per state."""
-        if self._observations is None:
-            self._observations = self.sim.observe()
-        return self._observations
+    def _current(self, t: int) -> dict[str, torch.Tensor]:
+        """Every world's observation of simulator t's current state, rendered once per state."""
+        observations = self._observations[t]
+        if observations is None:
+            observations = self._observations[t] = self.sims[t].observe()
+        return observations
 
     def _as_tensors(self, views: Mapping[str, Any]) -> dict[str, torch.Tensor]:
         """A page's views as tensors: the device pages themselves, or tensors over the shared block's
@@ -175,32 +270,31 @@ class MjwarpGroup(EnvGroup):
 
     def observe(self, local, views, slots):
         try:
-            source = self._current()
             target = self._as_tensors(views)
-            with phase(self.sim.profile, PAGE_WRITE, self._page_stream):
-                self._write(local, slots, source, target)
+            with phase(self.sims[0].profile, PAGE_WRITE, self._page_stream):
+                if (len(self.sims) == 1 and len(local) == self.size and np.array_equal(local, self._everyone)
+                        and np.array_equal(slots, local)):
+                    source = self._current(0)
+                    for key in self.layout:
+                        target[key][:self.size].copy_(source[key])
+                else:
+                    for t, positions, worlds in self.worlds.split(local):
+                        source = self._current(t)
+                        picked = torch.from_numpy(worlds).to(self.device)
+                        rows = torch.from_numpy(slots[positions].astype(np.int64)).to(self.device)
+                        for key in self.layout:
+                            target[key].index_copy_(0, rows, source[key].index_select(0, picked))
             if self.device.type == "cuda":
                 torch.cuda.current_stream(self.device).synchronize()  # written before the reply says so
         except Exception as error:
             return {j: failure(error) for j in range(len(local))}
         return {}
 
-    def _write(self, local: np.ndarray, slots: np.ndarray, source: Mapping[str, torch.Tensor],
-               target: Mapping[str, torch.Tensor]) -> None:
-        """Worlds `local`'s observations into the page's rows `slots`: one copy per key."""
-        if len(local) == self.size and np.array_equal(local, self._everyone) and np.array_equal(slots, local):
-            for key in self.layout:
-                target[key][:self.size].copy_(source[key])
-        else:
-            worlds = torch.from_numpy(local.astype(np.int64)).to(self.device)
-            rows = torch.from_numpy(slots.astype(np.int64)).to(self.device)
-            for key in self.layout:
-                target[key].index_copy_(0, rows, source[key].index_select(0, worlds))
-
     def write_one(self, local, out):
-        source = self._current()
+        source = self._current(int(self.worlds.sim_of[local]))
+        world = int(self.worlds.world_of[local])
         for key, array in out.items():
-            torch.from_numpy(array).copy_(source[key][local])
+            torch.from_numpy(array).copy_(source[key][world])
 
     def device_pages(self, layout, rows, max_chunk, every_step):
         if self.device.type != "cuda":
@@ -222,21 +316,26 @@ class MjwarpGroup(EnvGroup):
     # ------------------------------------------------------------------ calls
     def render_rgb(self, local: int, camera: str) -> np.ndarray:
         """World `local`'s current rgb frame of `camera`, from the render its observation comes from."""
-        frame = self._current().get(f"{camera}_rgb")
+        frame = self._current(int(self.worlds.sim_of[local])).get(f"{camera}_rgb")
         if frame is None:
             raise ConfigError(
                 f"the mjwarp backend renders {camera!r} in rgb only when it is observed: add it to cameras with "
                 "'rgb' in modalities (or record video of it: record=VideoConfig(cameras=...)), or use "
                 "backend='mujoco', which renders any camera on request.")
-        return frame[local].to("cpu", copy=True).numpy()  # the frame outlives the next render (video queues it)
+        # a copy: the frame outlives the next render (video queues it)
+        return frame[int(self.worlds.world_of[local])].to("cpu", copy=True).numpy()
 
     def phase_profile(self) -> dict[str, float]:
-        """Seconds per phase of the simulator's work for all worlds since the last call (profile.py);
-        the worlds share it, so any env's call answers for all."""
-        if self.sim.profile is None:
+        """Seconds per phase of the simulators' work for all worlds since the last call (profile.py), summed
+        over the tasks' simulators; the worlds share it, so any env's call answers for all."""
+        if self.sims[0].profile is None:
             raise ConfigError("phase_profile needs the phases timed: backend_options={'profile': True} "
                               "(the bench's --profile).")
-        return self.sim.phase_totals()
+        totals: dict[str, float] = {}
+        for sim in self.sims:
+            for name, seconds in sim.phase_totals().items():
+                totals[name] = totals.get(name, 0.0) + seconds
+        return totals
 
     def call(self, local, name, args, kwargs):
         if name == "render_rgb":
@@ -246,11 +345,11 @@ class MjwarpGroup(EnvGroup):
         if name == "get_demos":
             raise NotImplementedError(DEMOS_ALTERNATIVE)
         if name == "variation":
-            return int(self.sim.variations[local])
+            return int(self.sims[int(self.worlds.sim_of[local])].variations[self.worlds.world_of[local]])
         if name == "config":
             return self.config
         if name == "task":
-            return self.config.task
+            return self.worlds.tasks[local]
         if name == "__setattr__":
             raise AttributeError("the mjwarp backend's envs have no settable attributes: per-env choices go "
                                  "through reset(options={'env_options': [...]}) (e.g. {'variation': v}).")
@@ -258,9 +357,10 @@ class MjwarpGroup(EnvGroup):
                              f"{', '.join(READABLE)}; callable: {', '.join(CALLABLE)}.")
 
     def close(self) -> None:
-        self._observations = None
+        self._observations = [None] * len(self.sims)
         self._tensor_views.clear()
-        self.sim.close()
+        for sim in self.sims:
+            sim.close()
         if self._page_tensors:
             # Free the pages now, not at interpreter exit: torch's CUDA IPC counts every page the main
             # process was sent, and warns at exit about any still allocated. The main process let go of

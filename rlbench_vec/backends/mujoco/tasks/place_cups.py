@@ -9,7 +9,8 @@ Departures: primitives for meshes, and the mugs are set upright on saucers at th
 hung by their handles (not tried here: it needs a grasp of the handle and a move threading the handle onto
 the spoke, which the top-down friction grasps of the other tasks do not give); the detectors sit on the
 saucers. The mugs are cylinders (colliding as a box inside, flat pads squeezing a cylinder out) with a
-handle that is only drawn; the oracle holds a mug by its body. State: the three mugs' xyz, the three detectors' centres."""
+handle that is only drawn; the oracle holds a mug by its body. State: the three mugs' xyz, the three
+detectors' centres."""
 
 from __future__ import annotations
 
