@@ -19,8 +19,8 @@ observations as CUDA tensors in the main process (--as_torch --device cuda):
 Results go into one JSON (rewritten after every run); the table for docs/mjwarp.md is printed at the
 end, or from JSON files of several calls with --from (merged in order):
 
-    python benchmarks/mjwarp_phases.py --json docs/mjwarp_phases_h100.json
-    python benchmarks/mjwarp_phases.py --from a.json b.json --json docs/mjwarp_phases_h100.json
+    python benchmarks/mjwarp_phases.py --json docs/mjwarp_phases_h200.json
+    python benchmarks/mjwarp_phases.py --from a.json b.json --json docs/mjwarp_phases_h200.json
     python benchmarks/mjwarp_phases.py --device cpu --runs 2:five 2:one --image_size 16 16 --steps 3 --rounds 3 \\
         --json docs/mjwarp_phases_cpu2.json    # warp's CPU device: a smoke check of the whole path
 """
