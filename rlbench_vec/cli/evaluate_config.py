@@ -71,6 +71,9 @@ class EvaluateConfig:
                               "mjwarp for the oracle's table, or score another policy.")
         if "variation" in self.backend_options:
             raise ConfigError("backend_options['variation'] is set per episode by the evaluation; use --variations.")
+        if self.backend_options.get("shaped_rewards"):
+            raise ConfigError("backend_options['shaped_rewards'] makes rewards distances, and the evaluation counts an "
+                              "episode a success by its last reward (1 on success): leave shaped_rewards unset.")
         config = replace(self, tasks=tuple(names), episodes=integer("episodes", self.episodes, 1),
                          seed=integer("seed", self.seed, 0), video=integer("video", self.video, 0),
                          num_envs=integer("num_envs", self.num_envs, 1),
