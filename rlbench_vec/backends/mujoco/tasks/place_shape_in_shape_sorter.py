@@ -4,7 +4,9 @@ variation (cube, cylinder, triangular prism, star, moon: RLBench's order, 5) int
 Success (as RLBench): the shape detected inside the sorter. Departures: the five shapes are drawn from
 primitives (the prism a box turned 45° about its length, the star four crossed bars, the moon a capsule)
 and all collide as the same 4 cm box; the sorter is a box-built case with five 6 cm square holes in its
-lid, one per shape in the same order, which any shape fits through; it stands at random with ±11° yaw.
+lid, one per shape in the same order, which any shape fits through.
+Placement yaw: sorter ±π, as upstream's base; shapes ±π, drawn again while any lies within 5 cm of the
+turned sorter (their spawn area does not turn).
 State: the five shapes' xyz in RLBench's order (the chosen one is the variation's), then the sorter's xyz."""
 
 from __future__ import annotations
@@ -88,11 +90,23 @@ class PlaceShapeInShapeSorter(Task):
                 f"place the {shape} into its slot in the shape sorter", f"slot the {shape} into the shape sorter"]
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
-        world.set_pose("shape_sorter", (rng.uniform(0.3, 0.35), rng.uniform(-0.05, 0.05), TABLE_TOP_Z),
-                       axis_angle_quat((0, 0, 1), rng.uniform(-0.2, 0.2)))
-        for name, xy in zip(SHAPES, sample_apart(rng, len(SHAPES), (0.0, -0.28), (0.17, 0.28), min_distance=0.12)):
+        sorter = np.array([rng.uniform(0.3, 0.35), rng.uniform(-0.05, 0.05)])
+        yaw = rng.uniform(-math.pi, math.pi)
+        world.set_pose("shape_sorter", (*sorter, TABLE_TOP_Z), axis_angle_quat((0, 0, 1), yaw))
+        shapes = sample_apart(rng, len(SHAPES), (0.0, -0.28), (0.17, 0.28), min_distance=0.12)
+        while any(self.near_sorter(xy - sorter, yaw) for xy in shapes):  # a turned sorter reaches into the area
+            shapes = sample_apart(rng, len(SHAPES), (0.0, -0.28), (0.17, 0.28), min_distance=0.12)
+        for name, xy in zip(SHAPES, shapes):
             world.set_pose(name, (*xy, TABLE_TOP_Z + self.HALF),
                            axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
+
+    def near_sorter(self, offset: np.ndarray, yaw: float) -> bool:
+        """Whether a shape `offset` (xy) from the sorter's middle is within 5 cm of the sorter (its frame
+        turned by `yaw`), where the hand coming down for it would meet the sorter."""
+        along = abs(-math.sin(yaw) * offset[0] + math.cos(yaw) * offset[1])
+        across = abs(math.cos(yaw) * offset[0] + math.sin(yaw) * offset[1])
+        margin = self.HALF + 0.05
+        return across < self.SORTER_HALF[0] + margin and along < self.SORTER_HALF[1] + margin
 
     def success(self, variation: int) -> DetectedCondition:
         return DetectedCondition(SHAPES[variation], "success")

@@ -3,8 +3,11 @@ drag the cube onto the target of the variation's colour (RLBench's 20 colours); 
 three distractor squares take the colours 5, 6 and 7 places further along RLBench's list.
 
 Success (as RLBench): the cube detected by the target's region (its centre over the square).
-Departures: the stick is a 30 cm bar and the squares flat boxes; the target lies 12-20 cm from the cube
-towards the robot, the stick beside them, the distractors elsewhere on the table. State: stick xyz +
+Departures: the stick is a 30 cm bar and the squares flat boxes; in a base frame the target lies 12-20 cm
+from the cube on the robot's side, the stick beside them, the distractors elsewhere on the table.
+Placement yaw: the base ±π about the cube, as upstream's (the layout drawn again until the target and the
+stick's middle lie within 5 cm of the spawn area); stick ±0.5 rad and squares turned as the base, cube ±π.
+State: stick xyz +
 quaternion xyzw, cube xyz, target xyz, the three distractors' xyz."""
 
 from __future__ import annotations
@@ -14,13 +17,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..scene import TABLE_TOP_Z, VISUAL, Scene, axis_angle_quat, geom
+from ..scene import SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, VISUAL, Scene, axis_angle_quat, geom
 from .bars import grasp_by_end, stroke
 from .base import (
     COLORS,
     Task,
     Waypoint,
     World,
+    base_offset,
     body_position,
     body_quat,
     body_yaw,
@@ -63,15 +67,15 @@ class ReachAndDrag(Task):
                 f"{colour} target"]
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
-        side = rng.choice([-1.0, 1.0])
-        cube = np.array([rng.uniform(0.2, 0.3), -side * rng.uniform(0.0, 0.15)])
-        heading = math.pi + rng.uniform(-0.6, 0.6)  # towards the robot
-        target = cube + rng.uniform(0.12, 0.2) * np.array([math.cos(heading), math.sin(heading)])
-        stick = np.array([rng.uniform(0.05, 0.25), side * rng.uniform(0.22, 0.28)])
+        # The cube, target and stick laid out in a base frame (the target behind the cube, the stick beside
+        # them), the base turned about the cube with any yaw.
+        yaw, cube, target, stick = self.draw_layout(rng)
+        while not all(self.in_reach(xy) for xy in (target, stick)):
+            yaw, cube, target, stick = self.draw_layout(rng)
         world.set_pose("cube", (*cube, TABLE_TOP_Z + self.CUBE_HALF),
                        axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
         world.set_pose("stick", (*stick, TABLE_TOP_Z + self.STICK_HALF[2]),
-                       axis_angle_quat((0, 0, 1), rng.uniform(-0.5, 0.5)))
+                       axis_angle_quat((0, 0, 1), yaw + rng.uniform(-0.5, 0.5)))
         placed = [cube, target, stick]
         squares = [target]
         while len(squares) < len(SQUARES):
@@ -81,8 +85,24 @@ class ReachAndDrag(Task):
                 squares.append(xy)
         shifts = (0, *DISTRACTOR_SHIFTS)
         for name, xy, shift in zip(SQUARES, squares, shifts):
-            world.set_pose(name, (*xy, TABLE_TOP_Z))
+            world.set_pose(name, (*xy, TABLE_TOP_Z), axis_angle_quat((0, 0, 1), yaw))
             world.set_colour(name, COLORS[(variation + shift) % len(COLORS)][1])
+
+    @staticmethod
+    def draw_layout(rng: np.random.Generator) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """Base yaw and the cube's, target's and stick's xy."""
+        yaw, side = rng.uniform(-math.pi, math.pi), rng.choice([-1.0, 1.0])
+        heading = math.pi + rng.uniform(-0.6, 0.6)
+        target_offset = rng.uniform(0.12, 0.2) * np.array([math.cos(heading), math.sin(heading)])
+        stick_offset = np.array([rng.uniform(-0.15, 0.0), side * rng.uniform(0.22, 0.3)])
+        cube = np.array([rng.uniform(0.15, 0.3), rng.uniform(-0.1, 0.1)])
+        target, stick = (cube + base_offset(yaw, offset)[:2] for offset in (target_offset, stick_offset))
+        return yaw, cube, target, stick
+
+    @staticmethod
+    def in_reach(xy: np.ndarray) -> bool:
+        """Within 5 cm of the spawn area: clear of the robot's base and the table's edge."""
+        return bool(np.all(xy >= SPAWN_LOW - 0.05) and np.all(xy <= SPAWN_HIGH + 0.05))
 
     def success(self, variation: int) -> DetectedCondition:
         return DetectedCondition("cube", "success0")
