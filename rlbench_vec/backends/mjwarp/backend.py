@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from ...config import EnvConfig, flag, integer
 from ...errors import ConfigError
 from ..base import Backend, EnvGroup
-from ..mujoco.backend import check_shaped_rewards, check_variation_option, task_class
+from ..mujoco.backend import check_oracle_option, check_shaped_rewards, check_variation_option, task_class
 from ..mujoco.tasks import TASKS
 from . import check_config, device_of, require
 
@@ -54,9 +54,7 @@ class MjwarpBackend(Backend):
         for name in ("deterministic", "profile", "oracle"):
             if name in config.backend_options:
                 flag(f"mjwarp backend_options[{name!r}]", config.backend_options[name])
-        if config.backend_options.get("oracle") and config.action_timing != "rlbench":
-            raise ConfigError("backend_options['oracle'] plans one action per waypoint, each run until it is done: "
-                              "it needs action_timing='rlbench'.")
+        check_oracle_option(config)
         for name in ("nconmax", "njmax"):
             if name in config.backend_options:
                 integer(f"mjwarp backend_options[{name!r}]", config.backend_options[name], 1)

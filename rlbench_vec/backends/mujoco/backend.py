@@ -126,6 +126,13 @@ def check_shaped_rewards(task: type[Task], options: Mapping[str, Any], backend: 
                           "(reward 1.0 on success).")
 
 
+def check_oracle_option(config: EnvConfig) -> None:
+    """backend_options["oracle"] plans one action per waypoint, each run to its end: rlbench timing only."""
+    if config.backend_options.get("oracle") and config.action_timing != "rlbench":
+        raise ConfigError("backend_options['oracle'] plans one action per waypoint, each run until it is done: "
+                          "it needs action_timing='rlbench'.")
+
+
 def choose_variation(task: type[Task], config: EnvConfig, options: Mapping[str, Any] | None,
                      rng: np.random.Generator) -> int:
     """The variation of a new episode: reset options, else backend_options (a variation, or "random":
@@ -149,9 +156,7 @@ class MujocoBackend(Backend):
         if "variation" in config.backend_options:
             check_variation_option(task, config.backend_options["variation"], cls.name)
         check_shaped_rewards(task, config.backend_options, cls.name)
-        if config.backend_options.get("oracle") and config.action_timing != "rlbench":
-            raise ConfigError("backend_options['oracle'] plans one action per waypoint, each run until it is done: "
-                              "it needs action_timing='rlbench'.")
+        check_oracle_option(config)
         renderer = resolve_renderer(config)
         if renderer not in RENDERERS:
             source = "renderer" if config.renderer else "MUJOCO_GL"
