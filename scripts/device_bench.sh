@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The engine's benchmarks on the lent GPU host (one H100, 16 cores, Python 3.12 with torch, no package
 # index): unpack the carried GL loaders and wheels, then run one stage, writing into $OUT.
-#   bash scripts/device_bench.sh peers|reset|mujoco|engine|collect|timing|timing_ik|phases|cuda|cuda_tests
+#   bash scripts/device_bench.sh peers|reset|mujoco|engine|collect|timing|timing_ik|phases|hostprofile|ab|cuda|cuda_tests
 #   (stage the host first: scripts/device_stage.sh says how; the last staging call carries .dev/stage3)
 set -euo pipefail
-stage=${1:?stage: peers, reset, mujoco, engine, collect, timing, timing_ik, phases, cuda or cuda_tests}
+stage=${1:?stage: peers, reset, mujoco, engine, collect, timing, timing_ik, phases, hostprofile, ab, cuda or cuda_tests}
 # shellcheck source=scripts/device_stage.sh
 source "$(dirname "$0")/device_stage.sh"
 case $stage in
@@ -43,6 +43,30 @@ case $stage in
     # shellcheck disable=SC2086  # RUNS holds several runs
     MUJOCO_GL=disable python3 benchmarks/mjwarp_phases.py --runs ${RUNS:-1024:five 4096:five 1024:one} \
       --json "$OUT/mjwarp_phases_${TAG:-all}.json" ;;
+  hostprofile)  # issue 42: where the host's time goes in an mjwarp step (the main process and the worker), sampled
+    # by py-spy (its wheel carried in .dev/pyspy: scripts/device_parts.sh) over the bench once the kernels are cached
+    python3 -m pip install -q --no-index --no-deps --target /tmp/pyspy .dev/pyspy/*.whl 2>&1 | grep -v "^WARNING" || true
+    bench=(python3 -m rlbench_vec.bench --backend mjwarp --task pick_and_lift --arm_mode joint_velocity
+           --action_timing fixed --as_torch --device cuda --quiet)
+    for n in ${SIZES:-1024}; do
+      "${bench[@]}" --num_envs "$n" --steps 5
+      /tmp/pyspy/bin/py-spy record --subprocesses --idle --nonblocking --rate 200 --format raw \
+        -o "$OUT/host_profile_$n.txt" -- "${bench[@]}" --num_envs "$n" --steps "${STEPS:-400}" --json "$OUT/host_profile_$n.json"
+    done ;;
+  ab)  # the bench's mjwarp throughput, this tree against another version's package (BASE: a folder holding its
+    # rlbench_vec, e.g. `git archive REV rlbench_vec | tar -x -C .ab/base`, carried), in turns, REPEATS rounds
+    five=(--cameras left_shoulder right_shoulder overhead wrist front --modalities rgb depth mask); one=(--cameras front --modalities rgb)
+    for run in ${RUNS:-1024:five 4096:five 1024:one}; do
+      size=${run%%:*}; declare -n cams=${run##*:}
+      for round in $(seq "${REPEATS:-2}"); do
+        for side in base tree; do
+          root=$PWD; [ "$side" = base ] && root=${BASE:?BASE: the folder of the other version}
+          PYTHONPATH=/tmp/site:$root MUJOCO_GL=disable python3 -m rlbench_vec.bench --backend mjwarp --num_envs "$size" \
+            --task pick_and_lift --arm_mode joint_velocity --action_timing fixed "${cams[@]}" --as_torch --device cuda \
+            --steps "${STEPS:-100}" --quiet --json "$OUT/ab_${side}_${size}_${run##*:}_$round.json" | grep "env-steps/s " || true
+        done
+      done
+    done ;;
   engine) for part in mujoco peers reset; do bash "$0" "$part"; done ;;
   cuda) python3 scripts/bench_cuda.py --out "$OUT/bench_cuda_h100.json" ;;
   cuda_tests) python3 -m pytest -q -p no:cacheprovider tests/test_tensors.py 2>&1 | tee "$OUT/cuda_tests.log" ;;

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 grep -qx '/.dev/' .git/info/exclude 2>/dev/null || printf '/.dev/\n/.gl/\n' >>.git/info/exclude
-mkdir -p .dev/whl .dev/stage1 .dev/stage2 .dev/stage3 .gl
+mkdir -p .dev/whl .dev/stage1 .dev/stage2 .dev/stage3 .dev/pyspy .gl
 platforms=()
 for p in manylinux_2_35 manylinux_2_34 manylinux_2_31 manylinux_2_28 manylinux_2_27 manylinux_2_17 manylinux2014; do
   platforms+=(--platform "${p}_x86_64")
@@ -18,6 +18,7 @@ tar cf - -C "$tmp" . | xz -6 -T0 | split -b 56M - .dev/stage2/warp.tar.xz.
 rm -rf "$tmp"
 mv .dev/stage2/warp.tar.xz.aa .dev/stage1/
 find .dev/whl -name '*.whl' ! -name 'warp_lang*' -exec cp {} .dev/stage3/ \;
+python3 -m pip download -q --no-deps --only-binary=:all: -d .dev/pyspy py-spy  # sampling profiles (device_bench.sh hostprofile)
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
 mkdir -p /tmp/amd64/partial
 # shellcheck disable=SC2086

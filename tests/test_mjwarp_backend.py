@@ -427,6 +427,31 @@ def test_video_of_a_chosen_env_records_observed_and_unobserved_cameras(make_env,
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/nvidia0"), reason="needs an NVIDIA GPU (the CUDA IPC pages)")
+@pytest.mark.parametrize("as_torch", [True, False])
+def test_cuda_observations_are_read_after_the_worker_wrote_them(as_torch):
+    """The worker replies with its page writes queued (EnvGroup.pages_written): what the main process reads
+    of a step's observations, at once, is that step's frame, never the page's previous content."""
+    import torch
+
+    from rlbench_vec import RLBenchVectorEnv
+
+    n = 512  # a render long enough that a read not ordered after it would see the old page
+    env = RLBenchVectorEnv(num_envs=n, task="pick_and_lift", backend="mjwarp", arm_mode="joint_velocity",
+                           action_timing="fixed", as_torch=as_torch, device="cuda" if as_torch else None)
+    try:
+        env.reset(seed=0)
+        actions = np.zeros((n, 8), np.float32)
+        actions[:, :7], actions[:, 7] = 0.8, 1.0
+        for _ in range(3):
+            obs = env.step(actions)[0]
+            wrist = obs["wrist_rgb"][n - 1]
+            seen = wrist.cpu().numpy() if isinstance(wrist, torch.Tensor) else wrist.copy()
+            np.testing.assert_array_equal(seen, env.call("render_rgb", "wrist", env_ids=[n - 1])[0])
+    finally:
+        env.close()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/nvidia0"), reason="needs an NVIDIA GPU (the CUDA IPC pages)")
 def test_closing_a_cuda_vector_env_prints_nothing():
     """The bench on CUDA tensors ends without torch's 'Producer process has been terminated before all
     shared CUDA tensors released' (the worker's pages were held by the user's tensors at its exit)."""

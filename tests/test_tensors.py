@@ -150,7 +150,7 @@ def test_step_chunk_tensors(make_env):
 def test_cuda_delivery_matches_cpu(make_env):
     env = make_env(as_torch=True, device="cuda", **SMALL)
     reference = make_env(**SMALL)
-    assert env._to_tensors.pinned, "the shared observations should be registered as pinned memory"
+    assert env._output.to_tensors.pinned, "the shared observations should be registered as pinned memory"
     obs, _ = env.reset(seed=1)
     reference.reset(seed=1)
     actions = np.random.default_rng(1).uniform(-1, 1, (3, 8))
@@ -174,9 +174,9 @@ def test_cuda_event_orders_other_streams_and_the_host(make_env):
     expected = reference.step(np.zeros((3, 8)))[0]["front_rgb"]
     obs, _, _, _, info = env.step(np.zeros((3, 8)))
     page = 1  # the reset filled page 0, this step page 1
-    assert env._to_tensors._pending[page] is info["cuda_event"]  # the DMA reads the page...
-    env._to_tensors.wait_copies(page)  # ...until this returns (the engine calls it before workers write it)
-    assert page not in env._to_tensors._pending
+    assert env._output.to_tensors._pending[page] is info["cuda_event"]  # the DMA reads the page...
+    env._output.to_tensors.wait_copies(page)  # ...until this returns (the engine calls it before workers write it)
+    assert page not in env._output.to_tensors._pending
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         side.wait_event(info["cuda_event"])
@@ -191,7 +191,7 @@ def test_cuda_copies_chunks_and_unpinned_fallback(make_env, monkeypatch):
     monkeypatch.setattr("rlbench_vec.engine.tensors.register_pinned", lambda start, size: False)
     env = make_env(as_torch=True, device="cuda", copy_obs=True, chunk_obs="all", max_chunk=3, **SMALL)
     reference = make_env(chunk_obs="all", max_chunk=3, **SMALL)
-    assert not env._to_tensors.pinned
+    assert not env._output.to_tensors.pinned
     for vector in (env, reference):
         vector.reset(seed=2)
     actions = np.random.default_rng(2).uniform(-1, 1, (3, 3, 8))
@@ -210,6 +210,6 @@ def test_cuda_partial_batches_and_close(make_env):
     env.send(np.zeros((1, 8)), env_ids=[1])
     obs, *_ = env.recv()
     assert obs["front_rgb"].is_cuda and obs["front_rgb"].shape == (1, 16, 16, 3)
-    converter = env._to_tensors
+    converter = env._output.to_tensors
     env.close()
     assert not converter._unregister.alive, "close() should unpin the shared block before unlinking it"

@@ -8,7 +8,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from rlbench_vec import ActionError, ClosedError, ConfigError
+from rlbench_vec import ActionError, ClosedError, ConfigError, ResetNeeded
 from rlbench_vec.spec import observation_spec
 
 A = 8  # ik arm pose (7) + discrete gripper (1)
@@ -350,8 +350,6 @@ def test_same_step_autoreset_returns_the_new_episode_and_the_final_one_in_info(m
 
 
 def test_disabled_autoreset_resets_only_the_masked_envs(make_env):
-    from rlbench_vec import ResetNeeded
-
     env = make_env(num_envs=3, cameras=(), autoreset_mode="disabled", backend_options={"episode_length": 2})
     env.reset(seed=0)
     env.step(zeros(3))
@@ -506,3 +504,35 @@ def test_send_reset_starts_episodes_while_others_step(make_env):
     assert env.get_attr("task")[int(ended[0])] == "open_drawer"
     with pytest.raises(ConfigError, match="one seed per env"):
         env.send_reset([1], seeds=3)
+
+
+def run_of_64_envs(make_env, envs_per_worker: int) -> tuple[list, dict]:
+    """Steps of 64 envs whose episodes end (and autoreset) twice: what each step returned and the stats."""
+    env = make_env(num_envs=64, envs_per_worker=envs_per_worker, image_size=(8, 8), cameras=("front",),
+                   backend_options={"episode_length": 3})
+    env.reset(seed=0)
+    env.reset_stats()
+    steps = []
+    for _ in range(7):
+        obs, reward, terminated, truncated, info = env.step(zeros(64))
+        steps.append((obs["task_low_dim_state"].tolist(), reward.tolist(), terminated.tolist(), truncated.tolist(),
+                      info.get("autoreset", np.zeros(64, bool)).tolist(), sorted(info)))
+    stats = {key: env.stats()[key].tolist() for key in ("steps", "resets")}
+    return steps, stats
+
+
+def test_a_reply_of_many_envs_is_taken_in_as_one_of_a_few(make_env):
+    """A command of 64 envs in one worker is reported and taken in by numpy, two workers' of 32 by loops
+    (MANY_RECORDS: worker/delivery.py, engine/envtable.py): the same results, infos and accounts."""
+    many_steps, many_stats = run_of_64_envs(make_env, 64)
+    few_steps, few_stats = run_of_64_envs(make_env, 32)
+    assert many_steps == few_steps
+    assert many_stats == few_stats
+    assert set(many_stats["resets"]) == {1} and set(many_stats["steps"]) == {6}  # an autoreset step takes no action
+    assert [all(step[2]) for step in many_steps] == [False, False, True, False, False, False, True]
+    disabled = make_env(num_envs=64, envs_per_worker=64, autoreset_mode="disabled", image_size=(8, 8),
+                        cameras=("front",), backend_options={"episode_length": 1})
+    disabled.reset(seed=0)
+    disabled.step(zeros(64))
+    with pytest.raises(ResetNeeded, match="envs \\[0, 1, 2"):  # the reply of 64 marked every episode over
+        disabled.step(zeros(64))

@@ -208,8 +208,10 @@ class EnvGroup(ABC):
         """Start new episodes; per instance its info, or the failure (message, traceback) if it raised."""
 
     @abstractmethod
-    def step(self, local: np.ndarray, actions: np.ndarray) -> GroupStep:
-        """Apply one action (row of `actions`, float32) to each instance."""
+    def step(self, local: np.ndarray, actions: np.ndarray, observed: bool = True) -> GroupStep:
+        """Apply one action (row of `actions`, float32) to each instance. observed: the instances'
+        observations are read next (False: an inner sub-step of a chunk), a hint a batched group may
+        use to render while the worker takes in the results."""
 
     @abstractmethod
     def observe(self, local: np.ndarray, views: Mapping[str, np.ndarray],
@@ -243,6 +245,12 @@ class EnvGroup(ABC):
         at most `control_steps` control steps; returns the local indices of those done (ascending, each
         reported once, maybe none) and their results, in that order."""
         raise NotImplementedError(f"{type(self).__name__} steps its instances in one call (partial_steps=False)")
+
+    def pages_written(self) -> bytes | None:
+        """With device pages: the handle of an interprocess CUDA event that observe() records after the writes
+        it queued, so its reply need not wait for them (the main process's stream waits for the event).
+        None (the default): observe() returns once the writes are done."""
+        return None
 
     def device_pages(self, layout: Mapping[str, Any], rows: int, max_chunk: int,
                      every_step: bool) -> list[dict[str, dict[str, Any]]] | None:
@@ -280,7 +288,7 @@ class BackendGroup(EnvGroup):
                 infos.append(failure(error))
         return infos
 
-    def step(self, local, actions):
+    def step(self, local, actions, observed=True):
         m = len(local)
         result = GroupStep(np.zeros(m), np.zeros(m, bool), {}, {})
         start = time.perf_counter()

@@ -45,15 +45,17 @@ from .restarts import Restarts
 Batch = list[tuple[WorkerHandle, list[Entry], tuple[list[int], bytes]]]
 
 
+PagesShared = Callable[[list, bytes | None], None]  # a worker's device pages, and the handle of their event
+
 class Commands:
     def __init__(self, workers: Workers, table: EnvTable, restarts: Restarts, recycler: Recycler,
-                 buffers: SharedBuffers, batched_steps: int, on_device_pages: Callable[[list], None] | None):
+                 buffers: SharedBuffers, batched_steps: int, on_device_pages: PagesShared | None):
         self.workers, self.table, self.restarts, self.recycler = workers, table, restarts, recycler
         self.buffers, self.vc = buffers, workers.vc
         # a group that steps its envs at once takes this many batched steps per command (one per simulator):
         # deadlines do not add up per env; 0: its envs step in turn
         self.batched_steps = batched_steps
-        self.on_device_pages = on_device_pages  # called with a started worker's device pages, if it has some
+        self.on_device_pages = on_device_pages  # called with a started worker's device pages (and their event)
         self.earliest = math.inf  # no deadline is earlier than this (it may be an answered command's)
         self._full: Batch | None = None  # each worker's entries of a full batch, kept until an env moves
         self._full_moves = -1
@@ -254,9 +256,9 @@ class Commands:
 
     def _started(self, handle: WorkerHandle, facts: dict[str, Any]) -> None:
         handle.ready, handle.ran = True, True
-        handle.facts = {key: value for key, value in facts.items() if key != "pages"}
+        handle.facts = {key: value for key, value in facts.items() if key not in ("pages", "pages_written")}
         if "pages" in facts and self.on_device_pages is not None:
-            self.on_device_pages(facts["pages"])
+            self.on_device_pages(facts["pages"], facts.get("pages_written"))
         os.unlink(handle.boot_log)
 
 

@@ -5,8 +5,9 @@ another instance at a next-step autoreset. Each env is IDLE, RUNNING (a command 
 (its result arrived and waits to be handed out). `busy` counts the envs not IDLE and `replied[page]`
 the results written to a page, so no call has to scan every env to know them.
 
-A reply is taken in by a plain loop over its envs: a reply answers a few envs, and numpy's cost per
-call on arrays this small is larger than the work.
+A reply of a few envs (one CPU simulator's, a worker's handful) is taken in by a plain loop: numpy's
+cost per call on arrays that small is larger than the work. A reply of many (a batched group's
+thousands of worlds) is taken in by numpy, into accounts of its own (`bulk`), which `totals()` adds.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..wire.protocol import CALL, EPISODE_OVER, ERROR, HAS_PAYLOAD, RESTARTED, STEP
+from ..wire.protocol import CALL, EPISODE_OVER, ERROR, HAS_PAYLOAD, MANY_RECORDS, RESTARTED, STEP
 from .handles import Pending
 
 IDLE, RUNNING, DONE = 0, 1, 2
@@ -46,6 +47,7 @@ class EnvTable:
         self.recycled: set[int] = set()
         self.last_options: list[dict | None] = [None] * n
         self.accounts = [[0.0] * len(ACCOUNTS) for _ in range(n)]  # per env; Python floats on the reply path
+        self.bulk = np.zeros((n, len(ACCOUNTS)))  # the same accounts, from replies of MANY_RECORDS envs or more
 
     def add_instances(self, count: int) -> None:
         self.inst_env = np.concatenate([self.inst_env, np.full(count, -1)])
@@ -87,6 +89,15 @@ class EnvTable:
         m = len(envs)
         ipc = max(0.0, round_trip - exec_s - write_s) / m
         exec_s, write_s = exec_s / m, write_s / m
+        if m >= MANY_RECORDS:
+            rows = self._rows(np.asarray(envs))
+            self.phase[rows], self.flags[rows], self.over[rows] = DONE, 0, False
+            self.bulk[rows, A_EXEC] += exec_s
+            self.bulk[rows, A_WRITE] += write_s
+            self.bulk[rows, A_IPC] += ipc
+            self.bulk[rows, A_STEPS] += pending.k
+            self.replied[page] += m
+            return
         phase, flags, over, accounts, k = self.phase, self.flags, self.over, self.accounts, pending.k
         for env in envs:
             phase[env] = DONE
@@ -101,6 +112,9 @@ class EnvTable:
 
     def settle_records(self, pending: Pending, records: np.ndarray, payload: dict | None, round_trip: float) -> None:
         """A reply with records: each answered env becomes DONE, with its result's place and reports."""
+        if len(records) >= MANY_RECORDS:
+            self._settle_many(pending, records, payload, round_trip)
+            return
         rows = records.tolist()  # (env, slot, page, flags, executed, exec_s, write_s, reset_s)
         ipc = max(0.0, round_trip - sum(row[5] + row[6] + row[7] for row in rows)) / max(1, len(rows))
         answers_step, delivers = pending.command == STEP, pending.command != CALL
@@ -128,6 +142,35 @@ class EnvTable:
             if flags & HAS_PAYLOAD and payload is not None:
                 self.extra[env] = payload[env]
 
+    def _settle_many(self, pending: Pending, records: np.ndarray, payload: dict | None, round_trip: float) -> None:
+        """settle_records for a reply of many envs, by numpy (each env at most once in a reply)."""
+        ipc = max(0.0, round_trip - float(records[:, 5:8].sum())) / len(records)
+        records = records[records[:, 0] >= 0]  # a spare's reset belongs to no env
+        env, flags = records[:, 0].astype(np.int64), records[:, 3].astype(np.int64)
+        bulk = self.bulk
+        bulk[env, A_EXEC] += records[:, 5]
+        bulk[env, A_WRITE] += records[:, 6]
+        bulk[env, A_RESET] += records[:, 7]
+        bulk[env, A_IPC] += ipc
+        bulk[env, A_RESETS] += records[:, 7] > 0
+        bulk[env, A_ERRORS] += (flags & ERROR) != 0
+        delivers = pending.command != CALL
+        if delivers:  # a reset after a restart (no slot) is reported with the env's next command
+            placed = records[:, 1] >= 0
+            records, env, flags = records[placed], env[placed], flags[placed]
+        if pending.restart:
+            flags |= RESTARTED
+        self.phase[env], self.flags[env] = DONE, flags
+        if delivers:
+            self.over[env] = (flags & EPISODE_OVER) != 0
+            second = int(np.count_nonzero(records[:, 2]))
+            self.replied[0] += len(env) - second
+            self.replied[1] += second
+            if pending.command == STEP:
+                bulk[env, A_STEPS] += records[:, 4]
+        if payload is not None:
+            self.extra.update({e: payload[e] for e in env[(flags & HAS_PAYLOAD) != 0].tolist()})
+
     def totals(self) -> dict[str, np.ndarray]:
         """Per-env accounts as arrays, one per name of ACCOUNTS."""
-        return dict(zip(ACCOUNTS, np.array(self.accounts, dtype=float).T))
+        return dict(zip(ACCOUNTS, (np.array(self.accounts, dtype=float) + self.bulk).T))

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..wire.shm import SharedBuffers
 from .results import Batch, assemble
-from .tensors import TensorConverter
+from .tensors import TensorConverter, event_waiter
 
 
 class Output:
@@ -23,17 +23,21 @@ class Output:
         self.to_tensors = TensorConverter([page["obs"] for page in self.pages], device) if as_torch else None
         self.on_device = self._on_device()
         self._row_views: dict[tuple[int, int], dict[str, Any]] = {}
+        self._wait_writes: Any = None  # a device backend's: the current stream waits for its writes into the pages
 
     def _on_device(self) -> bool:
         """Observations stay on a device backend's GPU, and numpy is asked for."""
         return self.to_tensors is None and not isinstance(next(iter(self.pages[0]["obs"].values()), None), np.ndarray)
 
-    def use_device_pages(self, pages: list[dict[str, dict[str, Any]]]) -> None:
-        """A worker that keeps observations on its device shared its two pages (again after a restart)."""
+    def use_device_pages(self, pages: list[dict[str, dict[str, Any]]], written: bytes | None = None) -> None:
+        """A worker that keeps observations on its device shared its two pages (again after a restart), and
+        maybe the handle of the event its writes into them end with (EnvGroup.pages_written)."""
         for ours, theirs in zip(self.pages, pages):
             ours["obs"], ours["chunk"] = theirs["obs"], theirs.get("chunk", {})
         self.on_device = self._on_device()
         self._row_views.clear()
+        some = next(iter(pages[0]["obs"].values()), None)
+        self._wait_writes = event_waiter(written, some.device) if written is not None and some is not None else None
 
     def _views(self, page: int, rows: int) -> dict[str, Any]:
         """Views of a page's observations, rows [0, rows): made once per page and row count."""
@@ -51,6 +55,8 @@ class Output:
         page = self.pages[batch.page]
         on_device = self.on_device
         copy = self.copy_obs and not on_device  # leaving the device copies already
+        if self._wait_writes is not None:  # the worker replied with its writes queued: what reads the pages waits
+            self._wait_writes()
         result = assemble(batch, self._views(batch.page, batch.rows), page["outcome"], page["chunk"], chunked, copy)
         if on_device and page["obs"]:  # numpy asked for: copy the observations to the host
             result = ({key: value.cpu().numpy() for key, value in result[0].items()}, *result[1:])
@@ -69,3 +75,4 @@ class Output:
         # exits (else the env, kept alive by its pool's callback until a garbage collection, holds them on).
         self.pages = []
         self._row_views.clear()
+        self._wait_writes = None

@@ -29,7 +29,7 @@ from ..errors import WorkerError
 from ..wire.protocol import AUTORESET, CALL, ERROR, HAS_PAYLOAD, RESET, RESTARTED, STEP
 from ..wire.shm import SHM_DIR, SharedBuffers, segment_name
 from . import interrupts
-from .commands import Commands
+from .commands import Commands, PagesShared
 from .envtable import EnvTable
 from .handles import CLOSE_TIMEOUT_S, WorkerHandle, Workers
 from .recycling import Recycler
@@ -46,7 +46,7 @@ class Pool:
     """All workers of one vector env and the state of its envs."""
 
     def __init__(self, config: EnvConfig, vc: VectorConfig, buffers: SharedBuffers, envs_per_worker: int,
-                 before_refill: Callable[[int], None], on_device_pages: Callable[[list], None] | None = None):
+                 before_refill: Callable[[int], None], on_device_pages: PagesShared | None = None):
         n = self.num_envs = vc.num_envs
         self.config, self.vc, self.buffers = config, vc, buffers
         self.before_refill = before_refill  # called with a page before workers may write it again

@@ -37,7 +37,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,6 +53,14 @@ def import_torch():
     except ImportError as error:
         raise ConfigError("as_torch=True needs PyTorch: pip install torch (any CPU or CUDA build >= 2.1).") from error
     return torch
+
+
+def event_waiter(handle: bytes, device: Any) -> Callable[[], None]:
+    """For another process's interprocess CUDA event on `device`: a function that makes that device's
+    current stream wait (on the GPU, not the host) for the event's latest record."""
+    torch = import_torch()
+    event = torch.cuda.Event.from_ipc_handle(device, handle)
+    return lambda: event.wait(torch.cuda.current_stream(device))
 
 
 def address_span(arrays: Mapping[str, np.ndarray]) -> tuple[int, int]:

@@ -48,6 +48,7 @@ RECORD_FIELDS = ("env", "slot", "page", "flags", "executed", "exec_s", "write_s"
 ENV, SLOT, PAGE, FLAGS, EXECUTED_ACTIONS, EXEC_S, WRITE_S, RESET_S = range(len(RECORD_FIELDS))
 RECORD = np.dtype((np.float64, (len(RECORD_FIELDS),)))
 NO_RECORDS = np.zeros((0, len(RECORD_FIELDS)))
+MANY_RECORDS = 48  # records of a reply this long are built and taken in by numpy; shorter ones by a loop (cheaper)
 
 # Record flags. EPISODE_OVER is the worker's word on whether the env's episode ended: nobody
 # re-derives it from rewards or flags.

@@ -12,7 +12,23 @@ from typing import Any
 import numpy as np
 
 from ..backends.base import EnvGroup
-from ..wire.protocol import CLAIM, EPISODE_OVER, ERROR, HAS_PAYLOAD, NO_RECORDS, RECORD_FIELDS
+from ..wire.protocol import (
+    CLAIM,
+    ENV,
+    EPISODE_OVER,
+    ERROR,
+    EXEC_S,
+    EXECUTED_ACTIONS,
+    FLAGS,
+    HAS_PAYLOAD,
+    MANY_RECORDS,
+    NO_RECORDS,
+    PAGE,
+    RECORD_FIELDS,
+    RESET_S,
+    SLOT,
+    WRITE_S,
+)
 from ..wire.shm import SharedBuffers
 
 REWARD, TERMINATED, TRUNCATED, EXECUTED = range(4)  # rows of a slot's `outcome` block (4, max_chunk)
@@ -206,14 +222,33 @@ class Writer:
         m = len(local)
         if d.plain and len(placed) == 1 and len(placed[0].positions) == m:
             return _plain_reply(placed[0], sum(d.exec_s), d.write_s)
-        where = {p: (slot, place.page) for place in placed for p, slot in zip(place.positions, place.slots)}
-        write_share = d.write_s / max(1, len(where))
-        rows = []
-        for p, i in enumerate(local):
-            slot, page = where.get(p, (-1, 0))
-            flags = d.flags[p] | (HAS_PAYLOAD if p in d.extra else 0)
-            rows.append((envs[p], slot, page, flags, d.executed[p], d.exec_s[p], write_share if p in where else 0.0,
-                         reset_s[i]))
-            reset_s[i] = 0.0
-        records = np.array(rows, np.float64).reshape(-1, len(RECORD_FIELDS))
+        records = self._records_of_many(d, route, placed, reset_s) if m >= MANY_RECORDS else None
+        if records is None:
+            where = {p: (slot, place.page) for place in placed for p, slot in zip(place.positions, place.slots)}
+            write_share = d.write_s / max(1, len(where))
+            rows = []
+            for p, i in enumerate(local):
+                slot, page = where.get(p, (-1, 0))
+                flags = d.flags[p] | (HAS_PAYLOAD if p in d.extra else 0)
+                rows.append((envs[p], slot, page, flags, d.executed[p], d.exec_s[p],
+                             write_share if p in where else 0.0, reset_s[i]))
+                reset_s[i] = 0.0
+            records = np.array(rows, np.float64).reshape(-1, len(RECORD_FIELDS))
         return records, {envs[p]: extra for p, extra in d.extra.items()} or None, (0, CLAIM, 0.0, 0.0)
+
+    @staticmethod
+    def _records_of_many(d: Delivery, route: Route, placed: list[Placement], reset_s: list[float]) -> np.ndarray:
+        """report()'s records for a command of many entries (a batched group's), by numpy."""
+        records = np.zeros((len(route.local), len(RECORD_FIELDS)))
+        records[:, ENV], records[:, SLOT] = route.envs, -1
+        for place in placed:
+            records[place.positions, SLOT], records[place.positions, PAGE] = place.slots, place.page
+        flags = np.array(d.flags, np.int64)
+        flags[list(d.extra)] |= HAS_PAYLOAD
+        records[:, FLAGS], records[:, EXECUTED_ACTIONS], records[:, EXEC_S] = flags, d.executed, d.exec_s
+        has_slot = records[:, SLOT] >= 0
+        records[has_slot, WRITE_S] = d.write_s / max(1, int(np.count_nonzero(has_slot)))
+        records[:, RESET_S] = [reset_s[i] for i in route.local]
+        for i in route.local:
+            reset_s[i] = 0.0
+        return records

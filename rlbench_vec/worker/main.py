@@ -128,6 +128,7 @@ def worker_main(spec: WorkerSpec, commands, replies, plain_conn) -> None:
     facts = _facts(display)
     if device_pages is not None:  # shared once with the main process (CUDA IPC for torch tensors)
         facts["pages"] = [{part: dict(views) for part, views in page.items()} for page in device_pages]
+        facts["pages_written"] = group.pages_written()
     pickled = bytes(ForkingPickler.dumps(facts)) if device_pages is not None else None
     send_reply(fd, 0, OK, payload=facts, pickled=pickled)
     release_boot_output()

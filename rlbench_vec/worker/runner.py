@@ -190,11 +190,12 @@ class Runner:
             d.flag(position, EPISODE_OVER)
             self.over[i] = True
 
-    def _step(self, route: Route, active: list[int], t: int) -> GroupStep:
-        """Action t of the entries at `active`, in one call of the group."""
+    def _step(self, route: Route, active: list[int], t: int, observed: bool = True) -> GroupStep:
+        """Action t of the entries at `active`, in one call of the group; observed: their observations
+        are read after it."""
         if len(active) == len(route.local):  # a copy: a backend may keep the action beyond the call
-            return self.group.step(route.instances, self.actions[route.env_rows, t].copy())
-        return self.group.step(route.instances[active], self.actions[[route.envs[p] for p in active], t])
+            return self.group.step(route.instances, self.actions[route.env_rows, t].copy(), observed)
+        return self.group.step(route.instances[active], self.actions[[route.envs[p] for p in active], t], observed)
 
     def _run(self, d: Delivery, route: Route, k: int, active: list[int], placed: list[Placement] | None,
              first: GroupStep | None) -> None:
@@ -205,7 +206,8 @@ class Runner:
         for t in range(k):
             if not active:
                 return
-            result = first if t == 0 and first is not None else self._step(route, active, t)
+            observed = t == k - 1 or placed is not None  # an inner sub-step is observed with chunk_obs="all" only
+            result = first if t == 0 and first is not None else self._step(route, active, t, observed)
             ended = self._outcomes(d, self.block, t, active, local, result)
             if self.spec.video is not None:
                 self._capture([local[p] for p in active])

@@ -9,7 +9,9 @@ host at once and reach the device with the next observation in one launch; obser
 rendered once per state and copied, one copy per key, into the result page's slots. On a GPU the
 two result pages are CUDA tensors made here and shared once with the main process (device_pages),
 so a step's observations never leave the GPU; on warp's CPU device they go into the shared-memory
-block like any backend's.
+block like any backend's. A step the worker observes next is rendered as soon as the worlds are done,
+while the host takes in their results; the page writes are queued and the reply goes at once, the
+main process's stream waiting for them on an interprocess CUDA event (pages_written).
 
 Imported in the worker only: it imports torch, warp, mujoco_warp and mujoco.
 """
@@ -96,6 +98,11 @@ class MjwarpGroup(EnvGroup):
         self._starting = np.zeros(self.size, bool)  # envs given an action since the last advance
         self._in_action = np.zeros(self.size, bool)  # envs started and not yet reported done
         self._everyone = np.arange(self.size)
+        # per simulator, its step results on the host (pinned on a GPU: copied without blocking)
+        self._results_host = [torch.zeros((6, sim.num_worlds), pin_memory=self.device.type == "cuda")
+                              for sim in self.sims]
+        self._render_ahead = False
+        self._written: torch.cuda.Event | None = None  # recorded after the page writes (device pages only)
         self.oracles = WorldOracles() if options.get("oracle") else None  # each env acts its episode's oracle
         self._exhausted: list[int] = []  # envs started whose oracle had no action left, reported at the next advance
 
@@ -155,10 +162,15 @@ class MjwarpGroup(EnvGroup):
         except Exception as error:
             return failure(error)
 
-    def step(self, local, actions):
-        """Every commanded world's action, run until it is done in its world (each world on its own clock)."""
+    def step(self, local, actions, observed=True):
+        """Every commanded world's action, run until it is done in its world (each world on its own clock).
+        observed: each simulator renders as soon as its worlds are done, while the host takes in their results."""
         self.start(local, actions)
-        finished, result = self.advance(None)
+        self._render_ahead = observed
+        try:
+            finished, result = self.advance(None)
+        finally:
+            self._render_ahead = False
         if not np.array_equal(finished, local):  # results come in env order; the engine's local may not be
             order = np.searchsorted(finished, local)
             result = GroupStep(result.reward[order], result.terminated[order],
@@ -219,9 +231,17 @@ class MjwarpGroup(EnvGroup):
                                 control_steps=control_steps)
         self._starting[envs] = False
         self._observations[t] = None
-        reward, terminated, fault, error, moving, finished = torch.stack([
-            out.reward, out.terminated.float(), out.fault.float(), out.error.float(), out.moving.float(),
-            out.finished.float()]).cpu().numpy()
+        results = self._results_host[t]
+        results.copy_(torch.stack([out.reward, out.terminated.float(), out.fault.float(), out.error.float(),
+                                   out.moving.float(), out.finished.float()]), non_blocking=True)
+        copied = torch.cuda.Event() if self.device.type == "cuda" else None
+        if copied is not None:
+            copied.record()
+        if self._render_ahead:
+            self._render_early(t)
+        if copied is not None:
+            copied.synchronize()  # the results only: the render goes on on the device
+        reward, terminated, fault, error, moving, finished = results.numpy()
         done = np.flatnonzero(finished)
         self._in_action[envs[done]] = False
         return envs[done], reward[done], terminated[done], fault[done], error[done], moving[done]
@@ -251,6 +271,13 @@ class MjwarpGroup(EnvGroup):
         return done, result
 
     # ------------------------------------------------------------------ observations
+    def _render_early(self, t: int) -> None:
+        """Launch simulator t's render of the state just stepped, for the observation that follows."""
+        try:
+            self._current(t)
+        except Exception:  # observe() renders again and reports the failure per env
+            self._observations[t] = None
+
     def _current(self, t: int) -> dict[str, torch.Tensor]:
         """Every world's observation of simulator t's current state, rendered once per state."""
         observations = self._observations[t]
@@ -284,8 +311,8 @@ class MjwarpGroup(EnvGroup):
                         rows = torch.from_numpy(slots[positions].astype(np.int64)).to(self.device)
                         for key in self.layout:
                             target[key].index_copy_(0, rows, source[key].index_select(0, picked))
-            if self.device.type == "cuda":
-                torch.cuda.current_stream(self.device).synchronize()  # written before the reply says so
+            if self._written is not None:  # the reply goes at once: the main process's stream waits for this
+                self._written.record(torch.cuda.current_stream(self.device))
         except Exception as error:
             return {j: failure(error) for j in range(len(local))}
         return {}
@@ -305,6 +332,8 @@ class MjwarpGroup(EnvGroup):
             self._page_tensors.append(made)
             return made
 
+        self._written = torch.cuda.Event(interprocess=True)
+
         def page() -> dict[str, dict[str, torch.Tensor]]:
             made = {"obs": {key: tensor((rows, *s.shape), s.dtype) for key, s in layout.items()}}
             if every_step:
@@ -312,6 +341,9 @@ class MjwarpGroup(EnvGroup):
             return made
 
         return [page(), page()]
+
+    def pages_written(self):
+        return None if self._written is None else self._written.ipc_handle()
 
     # ------------------------------------------------------------------ calls
     def render_rgb(self, local: int, camera: str) -> np.ndarray:

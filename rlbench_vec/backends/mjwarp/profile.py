@@ -2,7 +2,7 @@
 
 On a GPU a phase is a pair of CUDA events recorded on the stream its work runs on, around its
 graph launch; the elapsed times are read in batches (every READ_EVERY phases, and when the totals
-are asked for), so profiling adds no synchronisation of its own to a step. On warp's CPU device
+are asked for), so profiling adds almost no synchronisation of its own to a step. On warp's CPU device
 every launch runs to completion before it returns, so a phase is a host timer around it: the same
 calls, testable without a GPU. Host work (drawing episodes) is always timed on the host.
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import warp as wp
 
-READ_EVERY = 256  # phases queued before their events are read (all done by then: each step synchronises)
+READ_EVERY = 256  # phases queued before their events are read (nearly all done by then; a read waits for the rest)
 
 PHYSICS = "physics"
 CONTROLLERS = "controllers and fault checks"
