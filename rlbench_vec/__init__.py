@@ -1,13 +1,15 @@
-"""rlbench_vec: many RLBench environments in parallel worker processes, observations in shared memory."""
+"""rlbench_vec: many RLBench environments in parallel worker processes, observations in shared memory.
 
-from .wire.process import capture_boot_output
+The public names load on first use (PEP 562), so `python -m rlbench_vec.COMMAND` takes over Ctrl-C and SIGTERM
+before the heavy modules import (cli.stop_while_starting).
+"""
 
-capture_boot_output()  # in a spawned worker only: its start-up output goes where the main process can quote it
+from __future__ import annotations
 
-from .backends import list_tasks  # noqa: E402
-from .backends.base import Demo  # noqa: E402
-from .config import CAMERAS, MODALITIES, EnvConfig, VectorConfig, VideoConfig  # noqa: E402
-from .errors import (  # noqa: E402
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
     ActionError,
     BackendUnavailableError,
     ClosedError,
@@ -19,9 +21,36 @@ from .errors import (  # noqa: E402
     WorkerError,
     WorkerStartError,
 )
-from .gym_env import RLBenchEnv, make_env  # noqa: E402
-from .task_names import SUITES  # noqa: E402
-from .vector_env import RLBenchVectorEnv  # noqa: E402
+from .wire.process import capture_boot_output
+
+capture_boot_output()  # in a spawned worker only: its start-up output goes where the main process can quote it
+
+if TYPE_CHECKING:
+    from .backends import list_tasks
+    from .backends.base import Demo
+    from .config import CAMERAS, MODALITIES, EnvConfig, VectorConfig, VideoConfig
+    from .gym_env import RLBenchEnv, make_env
+    from .task_names import SUITES
+    from .vector_env import RLBenchVectorEnv
+
+_LAZY = {
+    "list_tasks": ".backends", "Demo": ".backends.base", "CAMERAS": ".config", "MODALITIES": ".config",
+    "EnvConfig": ".config", "VectorConfig": ".config", "VideoConfig": ".config", "RLBenchEnv": ".gym_env",
+    "make_env": ".gym_env", "SUITES": ".task_names", "RLBenchVectorEnv": ".vector_env",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rlbench_vec' has no attribute {name!r}")
+    value = globals()[name] = getattr(importlib.import_module(module, __name__), name)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __version__ = "0.2.0"
 __all__ = [

@@ -1,7 +1,12 @@
 """`python -m rlbench_vec.bench`: the throughput benchmark (its flags and code: rlbench_vec.cli.bench)."""
 
-from .cli import run_main
-from .cli.bench import main
+if __name__ == "__main__":  # a signal while the modules below load ends the command with its one line
+    from .cli import stop_while_starting
+
+    stop_while_starting("python -m rlbench_vec.bench")
+
+from .cli import run_main  # noqa: E402
+from .cli.bench import main  # noqa: E402
 
 __all__ = ["main"]
 

@@ -68,6 +68,48 @@ def test_an_interrupt_inside_a_string_exec_still_exits_with_130_under_python_m()
     assert (done.returncode, done.stderr) == (130, "python -m interrupt_in_exec: interrupted.\n")
 
 
+def test_the_package_loads_its_heavy_modules_on_first_use():
+    """`import rlbench_vec` (what `python -m rlbench_vec.COMMAND` runs before the command's own module) loads
+    neither numpy nor the engine, so the command holds the signals before anything heavy loads."""
+    code = ("import sys, rlbench_vec; before = {'numpy', 'rlbench_vec.vector_env'} & set(sys.modules); "
+            "rlbench_vec.RLBenchVectorEnv; print(sorted(before), 'rlbench_vec.vector_env' in sys.modules)")
+    done = run([sys.executable, "-c", code])
+    assert done.stdout.split() == ["[]", "True"], done.stderr
+
+
+@pytest.mark.parametrize("signum, status, word", [(signal.SIGINT, 130, "interrupted"),
+                                                  (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_while_a_command_loads_ends_it_with_one_line(signum, status, word):
+    environ = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "slow_start"], cwd=ROOT / "tests" / "programs", env=environ,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdout.readline() == "loading\n"
+    process.send_signal(signum)
+    _, stderr = communicate_or_explain(process, 30, [])
+    assert (process.returncode, stderr) == (status, f"python -m slow_start: {word}.\n")
+
+
+def holds_sigterm(pid: int) -> bool:
+    """Whether the process has its own SIGTERM handler yet (/proc's caught-signals mask)."""
+    with open(f"/proc/{pid}/status") as status:
+        caught = next(line for line in status if line.startswith("SigCgt:")).split()[1]
+    return bool(int(caught, 16) & 1 << (signal.SIGTERM - 1))
+
+
+@pytest.mark.parametrize("signum, status, word", [(signal.SIGINT, 130, "interrupted"),
+                                                  (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_as_the_bench_starts_ends_it_with_one_line(signum, status, word):
+    """Signalled as soon as it holds SIGTERM (while its modules load), the bench says its one line."""
+    process = subprocess.Popen([*BENCH, "--backend", "synthetic", "--steps", "100000"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not holds_sigterm(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    process.send_signal(signum)
+    _, stderr = communicate_or_explain(process, 60, [])
+    assert (process.returncode, stderr) == (status, f"python -m rlbench_vec.bench: {word}.\n")
+
+
 def test_sigterm_stops_collect_with_one_line_that_says_how_to_resume(tmp_path):
     out = tmp_path / "dataset"
     command = [*COLLECT, "--tasks", "reach_target", "--episodes_per_task", "200", "--num_envs", "1",

@@ -13,6 +13,7 @@ env's own cleanup leaves nothing behind)."""
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -91,6 +92,19 @@ def _on_sigterm(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
 
+def stop_while_starting(prog: str) -> None:
+    """For a command's module run as __main__, before its heavy imports: Ctrl-C or SIGTERM while they load ends
+    the command at once with its one line and status (nothing runs yet that could be left behind). run_main
+    takes the signals over."""
+    def stop(signum: int, frame: Any) -> None:
+        word, status = ("terminated", TERMINATED) if signum == signal.SIGTERM else ("interrupted", INTERRUPTED)
+        os.write(2, f"{prog}: {word}.\n".encode())
+        os._exit(status)
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+
+
 def stopped_status() -> tuple[str, int]:
     """("interrupted", 130) after Ctrl-C, ("terminated", 143) after SIGTERM: for a command that says more."""
     return _Stop.word, _Stop.status
@@ -101,6 +115,7 @@ def run_main(main: Callable[[], Any], prog: str, on_interrupt: str = "") -> NoRe
     SIGTERM print one line ("PROG: interrupted" or "terminated", then on_interrupt) instead of a traceback;
     a ConfigError prints "PROG: error: ..." with status 2, any other error of the package the same with
     status 1 (with --debug, the traceback instead)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # from stop_while_starting's, if it ran
     signal.signal(signal.SIGTERM, _on_sigterm)
     debug = DEBUG_FLAG in sys.argv[1:]
     try:
