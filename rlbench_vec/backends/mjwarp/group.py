@@ -298,15 +298,15 @@ class MjwarpGroup(EnvGroup):
     def observe(self, local, views, slots):
         try:
             target = self._as_tensors(views)
+            # rendered first: a render is a phase of its own, not part of the page write
+            parts = [(self._current(t), positions, worlds) for t, positions, worlds in self.worlds.split(local)]
             with phase(self.sims[0].profile, PAGE_WRITE, self._page_stream):
                 if (len(self.sims) == 1 and len(local) == self.size and np.array_equal(local, self._everyone)
                         and np.array_equal(slots, local)):
-                    source = self._current(0)
                     for key in self.layout:
-                        target[key][:self.size].copy_(source[key])
+                        target[key][:self.size].copy_(parts[0][0][key])
                 else:
-                    for t, positions, worlds in self.worlds.split(local):
-                        source = self._current(t)
+                    for source, positions, worlds in parts:
                         picked = torch.from_numpy(worlds).to(self.device)
                         rows = torch.from_numpy(slots[positions].astype(np.int64)).to(self.device)
                         for key in self.layout:
