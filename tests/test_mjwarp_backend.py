@@ -17,8 +17,9 @@ from dataclasses import replace
 import imageio.v2 as imageio
 import numpy as np
 import pytest
-from conftest import needs
+from conftest import close_and_check, needs, own_segments
 
+from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.backends.mujoco.backend import MujocoBackend, choose_variation, task_class, use_renderer
 from rlbench_vec.config import EnvConfig, VideoConfig
 from rlbench_vec.errors import ActionError, ConfigError, WorkerError
@@ -309,12 +310,24 @@ def test_backend_options_and_worker_split_are_checked_in_the_main_process(make_e
         make_env(num_envs=2, arm_mode="planning", **ENGINE)
 
 
-def test_one_worker_serves_the_mujoco_layout_through_every_call(make_env):
+PICK = {"task": "pick_and_lift", "arm_mode": "joint_velocity", "cameras": ("front", "wrist"), "image_size": (32, 32)}
+
+
+@pytest.fixture(scope="module")
+def pick_env():
+    """Three envs of pick_and_lift in one worker, with room for 56 constraint rows: the scene at rest needs 49, so
+    an arm driven into the table overflows them (the fault test) while small moves do not."""
+    segments_before = own_segments()
+    env = RLBenchVectorEnv(num_envs=3, **PICK, backend="mjwarp", backend_options={"device": DEVICE, "njmax": 56})
+    yield env
+    close_and_check([env], segments_before)
+
+
+def test_one_worker_serves_the_mujoco_layout_through_every_call(pick_env):
     """Same keys, shapes and dtypes as backend='mujoco'; env i starts the mujoco backend's episode of seed
     + i; reset, step, step_chunk, send/recv, render, get_attr; demos refused naming the alternative."""
-    cfg = {"task": "pick_and_lift", "arm_mode": "joint_velocity", "cameras": ("front", "wrist")}
-    env = make_env(num_envs=3, **cfg, **ENGINE)
-    mujoco_cfg = EnvConfig(**cfg, backend="mujoco").validated()
+    env = pick_env
+    mujoco_cfg = EnvConfig(**PICK, backend="mujoco").validated()
     spec = observation_spec(mujoco_cfg)
     assert {k: (s.shape, s.dtype) for k, s in env.single_observation_space.items()} == {
         k: (s.shape, s.dtype) for k, s in spec.items()}
@@ -339,9 +352,9 @@ def test_one_worker_serves_the_mujoco_layout_through_every_call(make_env):
 
     env.send(actions[[2, 0]], env_ids=[2, 0])
     obs, _, _, _, info = env.recv()
-    assert sorted(info["env_id"].tolist()) == [0, 2] and obs["front_rgb"].shape == (2, 128, 128, 3)
+    assert sorted(info["env_id"].tolist()) == [0, 2] and obs["front_rgb"].shape == (2, 32, 32, 3)
     frames = env.render("front")
-    assert frames.shape == (3, 128, 128, 3) and frames.dtype == np.uint8
+    assert frames.shape == (3, 32, 32, 3) and frames.dtype == np.uint8
     np.testing.assert_array_equal(frames[info["env_id"]], obs["front_rgb"])  # the render they were observed from
 
     with pytest.raises(WorkerError, match="add it to cameras"):
@@ -350,10 +363,20 @@ def test_one_worker_serves_the_mujoco_layout_through_every_call(make_env):
         env.get_demos(1)
 
 
-@pytest.mark.parametrize("mode", ["next_step", "same_step"])
-def test_episodes_end_and_restart_in_both_autoreset_modes(make_env, mode):
-    env = make_env(num_envs=2, task="reach_target", arm_mode="joint_velocity", cameras=(), low_dim=("joint_positions",),
-                   max_episode_steps=2, autoreset_mode=mode, **ENGINE)
+@pytest.fixture(scope="module", params=["next_step", "same_step"])
+def reach_env(request):
+    """Two envs of reach_target in one worker, in the autoreset mode of the param: 2-step episodes, the front
+    camera's rgb at 16x16."""
+    segments_before = own_segments()
+    env = RLBenchVectorEnv(num_envs=2, task="reach_target", arm_mode="joint_velocity", cameras=("front",),
+                           modalities=("rgb",), image_size=(16, 16), low_dim=("joint_positions",), max_episode_steps=2,
+                           autoreset_mode=request.param, **ENGINE)
+    yield env
+    close_and_check([env], segments_before)
+
+
+def test_episodes_end_and_restart_in_both_autoreset_modes(reach_env):
+    env, mode = reach_env, reach_env.vector_config.autoreset_mode
     home = env.reset(seed=0)[0]["joint_positions"].copy()
     move = np.tile(HOLD, (2, 1))
     move[:, 0] = 1.0
@@ -370,31 +393,30 @@ def test_episodes_end_and_restart_in_both_autoreset_modes(make_env, mode):
     np.testing.assert_allclose(obs["joint_positions"], home, atol=1e-6)
 
 
-def test_a_fault_ends_only_its_worlds_episode_with_an_info_flag(make_env):
-    """With room for 56 constraint rows (the scene at rest needs 49), world 1 drives its arm into the table
-    and overflows them: its episode is truncated with info["fault"] and reset next step; world 0 goes on."""
-    env = make_env(num_envs=2, task="pick_and_lift", arm_mode="joint_velocity", cameras=(),
-                   low_dim=("joint_positions",), backend="mjwarp", backend_options={"device": DEVICE, "njmax": 56})
+def test_a_fault_ends_only_its_worlds_episode_with_an_info_flag(pick_env):
+    """World 1 drives its arm into the table and overflows the constraint rows (pick_env): its episode is
+    truncated with info["fault"] and reset next step; worlds 0 and 2 go on."""
+    env = pick_env
     home = env.reset(seed=0)[0]["joint_positions"].copy()
-    actions = np.tile(HOLD, (2, 1))
+    actions = np.tile(HOLD, (3, 1))
     actions[1, [1, 3]] = 2.0  # shoulder and elbow: down and out
     for _ in range(40):
         obs, reward, terminated, truncated, info = env.step(actions)
-        assert not truncated[0] and not terminated.any()
+        assert not truncated[[0, 2]].any() and not terminated.any()
         if truncated[1]:
             break
     else:
         pytest.fail("world 1 never reached the table")
-    assert info["_fault"].tolist() == [False, True] and info["fault"][1] == "constraint_overflow"
-    np.testing.assert_allclose(obs["joint_positions"][0], home[0], atol=1e-3)
-    obs, _, _, truncated, info = env.step(np.tile(HOLD, (2, 1)))
-    assert info["_autoreset"].tolist() == [False, True] and not truncated.any()
+    assert info["_fault"].tolist() == [False, True, False] and info["fault"][1] == "constraint_overflow"
+    np.testing.assert_allclose(obs["joint_positions"][[0, 2]], home[[0, 2]], atol=1e-3)
+    obs, _, _, truncated, info = env.step(np.tile(HOLD, (3, 1)))
+    assert info["_autoreset"].tolist() == [False, True, False] and not truncated.any()
     np.testing.assert_allclose(obs["joint_positions"][1], home[1], atol=1e-6)
 
 
-def test_a_killed_worker_is_restarted_and_its_envs_report_it(make_env):
-    env = make_env(num_envs=2, task="reach_target", arm_mode="joint_velocity", cameras=("front",),
-                   low_dim=("joint_positions",), **ENGINE)
+@pytest.mark.parametrize("reach_env", ["next_step"], indirect=True)
+def test_a_killed_worker_is_restarted_and_its_envs_report_it(reach_env):
+    env = reach_env
     env.reset(seed=0)
     pid = env.worker_pids[0]
     os.kill(pid, signal.SIGKILL)
