@@ -100,33 +100,32 @@ def test_one_worker_serves_the_mujoco_layout_through_every_call(pick_env):
         env.get_demos(1)
 
 
-@pytest.fixture(scope="module", params=["next_step", "same_step"])
-def reach_env(request):
-    """Two envs of reach_target in one worker, in the autoreset mode of the param: 2-step episodes, the front
-    camera's rgb at 16x16."""
+@pytest.fixture(scope="module")
+def reach_env():
+    """Two envs of reach_target in one worker, next-step autoresets: 2-step episodes, the front camera's rgb at
+    16x16."""
     segments_before = own_segments()
     env = RLBenchVectorEnv(num_envs=2, task="reach_target", arm_mode="joint_velocity", cameras=("front",),
                            modalities=("rgb",), image_size=(16, 16), low_dim=("joint_positions",), max_episode_steps=2,
-                           autoreset_mode=request.param, **ENGINE)
+                           **ENGINE)
     yield env
     close_and_check([env], segments_before)
 
 
-def test_episodes_end_and_restart_in_both_autoreset_modes(reach_env):
-    env, mode = reach_env, reach_env.vector_config.autoreset_mode
+MOVE = np.tile(np.array([1, 0, 0, 0, 0, 0, 0, 1], np.float32), (2, 1))  # joint_velocity: joint 0 turns
+
+
+def test_episodes_end_and_restart_in_next_step_mode(reach_env):
+    """The step that ends an episode returns its final observation; the next step resets (same_step: the video
+    test below)."""
+    env = reach_env
     home = env.reset(seed=0)[0]["joint_positions"].copy()
-    move = np.tile(HOLD, (2, 1))
-    move[:, 0] = 1.0
-    env.step(move)
-    obs, reward, terminated, truncated, info = env.step(move)
+    env.step(MOVE)
+    obs, reward, terminated, truncated, info = env.step(MOVE)
     assert truncated.all() and not terminated.any()
-    if mode == "same_step":  # the new episode's first observation; the final one in the info
-        assert info["_final_obs"].all()
-        assert all(final["joint_positions"][0] > start[0] + 0.01 for final, start in zip(info["final_obs"], home))
-    else:  # the final observation; the next step resets
-        assert (obs["joint_positions"][:, 0] > home[:, 0] + 0.01).all()
-        obs, reward, _, truncated, info = env.step(move)
-        assert info["autoreset"].all() and not reward.any() and not truncated.any()
+    assert (obs["joint_positions"][:, 0] > home[:, 0] + 0.01).all()
+    obs, reward, _, truncated, info = env.step(MOVE)
+    assert info["autoreset"].all() and not reward.any() and not truncated.any()
     np.testing.assert_allclose(obs["joint_positions"], home, atol=1e-6)
 
 
@@ -173,7 +172,6 @@ def test_recv_returns_envs_as_their_actions_finish_and_new_actions_join(pick_env
     assert obs["gripper_joint_positions"][ids.index(0)].max() < 0.002  # env 0 came back with its fingers closed
 
 
-@pytest.mark.parametrize("reach_env", ["next_step"], indirect=True)
 def test_a_killed_worker_is_restarted_and_its_envs_report_it(reach_env):
     env = reach_env
     env.reset(seed=0)
@@ -187,24 +185,33 @@ def test_a_killed_worker_is_restarted_and_its_envs_report_it(reach_env):
     assert obs["front_rgb"].mean() > 20  # the new worker renders
 
 
-def test_video_of_a_chosen_env_records_observed_and_unobserved_cameras(make_env, tmp_path):
+def test_same_step_autoresets_and_video_of_a_chosen_env_per_episode(make_env, tmp_path):
+    """same_step: the step that ends an episode returns the next episode's first observation, the final one in
+    the info. The video of env 1 (an observed and an unobserved camera) ends episode 0 with that final
+    observation and starts episode 1 in files of its own."""
     video = VideoConfig(directory=str(tmp_path), env_ids=(1,), cameras=("front", "overhead"))
     env = make_env(num_envs=2, task="reach_target", arm_mode="joint_velocity", cameras=("front",),
-                   modalities=("rgb",), image_size=(64, 48), low_dim=("joint_positions",), record=video, **ENGINE)
+                   modalities=("rgb",), image_size=(64, 48), low_dim=("joint_positions",), max_episode_steps=2,
+                   autoreset_mode="same_step", record=video, **ENGINE)
     obs, _ = env.reset(seed=0)
-    fronts = [obs["front_rgb"][1].copy()]
-    move = np.tile(HOLD, (2, 1))
-    move[:, 0] = 1.0
-    for _ in range(2):
-        fronts.append(env.step(move)[0]["front_rgb"][1].copy())
+    home, fronts = obs["joint_positions"].copy(), [obs["front_rgb"][1].copy()]
+    fronts.append(env.step(MOVE)[0]["front_rgb"][1].copy())
+    obs, reward, terminated, truncated, info = env.step(MOVE)
+    assert truncated.all() and not terminated.any() and info["_final_obs"].all()
+    assert all(final["joint_positions"][0] > start[0] + 0.01 for final, start in zip(info["final_obs"], home))
+    np.testing.assert_allclose(obs["joint_positions"], home, atol=1e-6)
+    fronts.append(info["final_obs"][1]["front_rgb"].copy())
+    episode_1 = [obs["front_rgb"][1].copy()]
     env.close()  # the worker's recorder flushes its files
-    assert sorted(os.listdir(tmp_path)) == ["env001_ep00000_front.mp4", "env001_ep00000_overhead.mp4"]
-    for camera in ("front", "overhead"):
-        with imageio.get_reader(str(tmp_path / f"env001_ep00000_{camera}.mp4")) as reader:
-            frames = [np.asarray(frame) for frame in reader]
-        assert len(frames) == 3 and frames[0].shape == (48, 64, 3)
-        if camera == "front":  # lossy h264: close to the observations, frame by frame
-            assert all(np.abs(f.astype(np.int16) - o).mean() < 4.0 for f, o in zip(frames, fronts))
+    assert sorted(os.listdir(tmp_path)) == [f"env001_ep0000{n}_{camera}.mp4" for n in (0, 1)
+                                            for camera in ("front", "overhead")]
+    for episode, observed in enumerate((fronts, episode_1)):
+        for camera in ("front", "overhead"):
+            with imageio.get_reader(str(tmp_path / f"env001_ep0000{episode}_{camera}.mp4")) as reader:
+                frames = [np.asarray(frame) for frame in reader]
+            assert len(frames) == len(observed) and frames[0].shape == (48, 64, 3), (episode, camera)
+            if camera == "front":  # lossy h264: close to the observations, frame by frame
+                assert all(np.abs(f.astype(np.int16) - o).mean() < 4.0 for f, o in zip(frames, observed)), episode
 
 
 def test_fixed_timing_through_the_vector_env_says_what_is_under_way(make_env):
