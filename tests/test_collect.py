@@ -285,7 +285,7 @@ def test_writers_take_the_cores_the_envs_leave(monkeypatch, cores, num_envs, wri
 def test_a_dead_writer_stops_the_run_and_a_rerun_completes(tmp_path):
     """A writer killed mid-run loses what it was writing: the run stops with a DatasetError (exit code 2) and
     its summary; the rerun sweeps the writer's staging folder and collects what is missing."""
-    command = [sys.executable, "-m", "rlbench_vec.collect", "--tasks", TASK, "--episodes_per_task", "8",
+    command = [sys.executable, "-m", "rlbench_vec.collect", "--tasks", TASK, "--episodes_per_task", "4",
                "--backend", "mujoco", "--num_envs", "2", "--writers", "1", "--image_size", "16", "16", "--progress",
                "0", "--out", str(tmp_path)]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -305,12 +305,12 @@ def test_a_dead_writer_stops_the_run_and_a_rerun_completes(tmp_path):
     assert process.returncode == 1, stderr  # a failure of the run, not of its arguments (those are 2)
     assert stderr.strip().splitlines()[-1].startswith("python -m rlbench_vec.collect: error: writer process 0 died")
     summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
-    assert not summary["finished"] and summary["episodes"]["written"] < 8
+    assert not summary["finished"] and summary["episodes"]["written"] < 4
     rerun = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert rerun.returncode == 0, rerun.stderr
     summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
-    assert summary["episodes"]["written"] + summary["episodes"]["skipped"] == 8
-    assert sorted(os.listdir(tmp_path / TASK / "variation0" / "episodes")) == [f"episode{i}" for i in range(8)]
+    assert summary["episodes"]["written"] + summary["episodes"]["skipped"] == 4
+    assert sorted(os.listdir(tmp_path / TASK / "variation0" / "episodes")) == [f"episode{i}" for i in range(4)]
     assert not (tmp_path / STAGING_FOLDER).exists()
 
 
