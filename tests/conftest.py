@@ -81,6 +81,7 @@ def make_env():
     """Build RLBenchVectorEnvs (synthetic backend unless told otherwise); close them after the test
     and check that no worker process and no shared-memory segment outlived them."""
     envs: list[RLBenchVectorEnv] = []
+    segments_before = own_segments()  # a module's shared env may be open
 
     def factory(**kwargs) -> RLBenchVectorEnv:
         kwargs.setdefault("backend", "synthetic")
@@ -89,9 +90,15 @@ def make_env():
         return env
 
     yield factory
+    close_and_check(envs, segments_before)
+
+
+def close_and_check(envs: list[RLBenchVectorEnv], segments_before: set[str]) -> None:
+    """Close the envs; no worker process and no shared-memory segment made since `segments_before` (this
+    process's segments before they were built) may outlive them."""
     pids = {pid for env in envs for pid in env.worker_pids}
     for env in envs:
         env.close()
-    assert not own_segments(), "shared memory outlived close()"
+    assert not own_segments() - segments_before, "shared memory outlived close()"
     leftover = [p.pid for p in live_children() if p.pid in pids]
     assert not leftover, f"worker processes outlived close(): {leftover}"

@@ -66,14 +66,26 @@ def content(path: Path) -> bytes:
         return f"{image.mode} {image.size}".encode() + image.tobytes()
 
 
-@pytest.fixture(scope="module", params=[1, 0], ids=["writer process", "workers write"])
-def collected(request, tmp_path_factory) -> tuple[Path, dict]:
-    """The same dataset written by a writer process, and by the workers themselves (writers=0)."""
-    out = tmp_path_factory.mktemp("collected")
-    summary = collect(replace(CONFIG, out=str(out), writers=request.param))
-    assert summary["writer"]["processes"] == request.param
-    assert not own_segments() and not leftover_processes(), "collect() left processes or shared memory behind"
-    return out, summary
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory) -> dict[int, tuple[Path, dict]]:
+    """By writer processes (1 or 0): the same dataset written by a writer process, and by the workers themselves."""
+    made = {}
+    for writers in (1, 0):
+        out = tmp_path_factory.mktemp("collected")
+        summary = collect(replace(CONFIG, out=str(out), writers=writers))
+        assert summary["writer"]["processes"] == writers
+        assert not own_segments() and not leftover_processes(), "collect() left processes or shared memory behind"
+        made[writers] = out, summary
+    return made
+
+
+@pytest.fixture(params=[1, 0], ids=["writer process", "workers write"])
+def collected(request, datasets) -> tuple[Path, dict]:
+    return datasets[request.param]
+
+
+def test_a_writer_process_and_the_workers_write_the_same_files(datasets):
+    assert files(datasets[1][0]) == files(datasets[0][0])
 
 
 def test_function_collects_every_episode_and_summarises(collected):
@@ -91,8 +103,8 @@ def test_function_collects_every_episode_and_summarises(collected):
     assert not (out / STAGING_FOLDER).exists()
 
 
-def test_rlbench_format_reads_back_within_rlbench_precision(collected):
-    out, _ = collected
+def test_rlbench_format_reads_back_within_rlbench_precision(datasets):
+    out, _ = datasets[1]  # writers=0 stores the same files (checked above)
     episode = Episode(TASK, 1, 2)
     [original] = regenerate(CONFIG, episode)
     back = read_episode(out / TASK / "variation1" / "episodes" / "episode2")
@@ -113,10 +125,10 @@ def test_rlbench_format_reads_back_within_rlbench_precision(collected):
         np.testing.assert_array_equal(back.observations[name], original.observations[name])
 
 
-def test_one_env_collects_every_variation_each_episode_in_its_folder(collected):
+def test_one_env_collects_every_variation_each_episode_in_its_folder(datasets):
     """Two envs share both variations' jobs (each passes its variation to get_demos): every episode is stored under
     its variation, with that variation's number and descriptions, and is the demo regenerated with that variation."""
-    out, _ = collected
+    out, _ = datasets[1]  # writers=0 stores the same files (checked above)
     episodes = [Episode(TASK, v, e) for v in (0, 1) for e in range(3)]
     for episode, original in zip(episodes, regenerate(CONFIG, *episodes)):
         folder = out / TASK / f"variation{episode.variation}" / "episodes" / f"episode{episode.episode}"
@@ -140,12 +152,12 @@ def mujoco_workers(pid: int) -> list[psutil.Process]:
     return found
 
 
-def test_cli_survives_a_killed_worker_and_stores_the_same_demos(collected, tmp_path):
+def test_cli_survives_a_killed_worker_and_stores_the_same_demos(datasets, tmp_path):
     """A worker SIGKILLed mid-collection costs its demo only: it is collected again with the same seed, so the
     dataset (collected here by one env, through the command) is the function's with two envs: the same files,
     the same pixels in every image and the same bytes in every other file.
     Its progress, with stderr not a terminal, comes as whole lines."""
-    out, _ = collected
+    out, _ = datasets[1]
     command = [sys.executable, "-m", "rlbench_vec.collect", "--tasks", TASK, "--episodes_per_task", "3",
                "--variations", "2", "--backend", "mujoco", "--num_envs", "1", "--image_size", "16", "16",
                "--out", str(tmp_path)]
@@ -175,8 +187,8 @@ def test_cli_survives_a_killed_worker_and_stores_the_same_demos(collected, tmp_p
     assert lines[-1].startswith("done: 6/6 episodes, "), rerun.stderr
 
 
-def test_rerun_resumes_and_sweeps_stale_staging(collected, tmp_path):
-    out, _ = collected
+def test_rerun_resumes_and_sweeps_stale_staging(datasets, tmp_path):
+    out, _ = datasets[1]
     copy = tmp_path / "copy"
     shutil.copytree(out, copy)
     shutil.rmtree(copy / TASK / "variation0" / "episodes" / "episode1")
@@ -273,7 +285,7 @@ def test_writers_take_the_cores_the_envs_leave(monkeypatch, cores, num_envs, wri
 def test_a_dead_writer_stops_the_run_and_a_rerun_completes(tmp_path):
     """A writer killed mid-run loses what it was writing: the run stops with a DatasetError (exit code 2) and
     its summary; the rerun sweeps the writer's staging folder and collects what is missing."""
-    command = [sys.executable, "-m", "rlbench_vec.collect", "--tasks", TASK, "--episodes_per_task", "8",
+    command = [sys.executable, "-m", "rlbench_vec.collect", "--tasks", TASK, "--episodes_per_task", "4",
                "--backend", "mujoco", "--num_envs", "2", "--writers", "1", "--image_size", "16", "16", "--progress",
                "0", "--out", str(tmp_path)]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -293,12 +305,12 @@ def test_a_dead_writer_stops_the_run_and_a_rerun_completes(tmp_path):
     assert process.returncode == 1, stderr  # a failure of the run, not of its arguments (those are 2)
     assert stderr.strip().splitlines()[-1].startswith("python -m rlbench_vec.collect: error: writer process 0 died")
     summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
-    assert not summary["finished"] and summary["episodes"]["written"] < 8
+    assert not summary["finished"] and summary["episodes"]["written"] < 4
     rerun = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert rerun.returncode == 0, rerun.stderr
     summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
-    assert summary["episodes"]["written"] + summary["episodes"]["skipped"] == 8
-    assert sorted(os.listdir(tmp_path / TASK / "variation0" / "episodes")) == [f"episode{i}" for i in range(8)]
+    assert summary["episodes"]["written"] + summary["episodes"]["skipped"] == 4
+    assert sorted(os.listdir(tmp_path / TASK / "variation0" / "episodes")) == [f"episode{i}" for i in range(4)]
     assert not (tmp_path / STAGING_FOLDER).exists()
 
 

@@ -39,26 +39,34 @@ def test_ppo_gpu_runs_its_loop_on_cpus_and_saves_its_curve(tmp_path):
     assert (tmp_path / "ppo_gpu_curve.png").stat().st_size > 0
 
 
-@pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
+def check_ppo_reach(out: Path, stdout: str, mode: str, world: int, total_steps: int) -> None:
+    """ppo_reach.py's result, run with TINY_PPO but --total_steps: two updates, every rank's steps counted."""
+    assert "success rate: trained" in stdout
+    result = json.loads(out.with_suffix(".json").read_text())
+    assert result["world_size"] == world and result["args"]["autoreset_mode"] == mode
+    assert [point["env_steps"] for point in result["curve"]] == [total_steps // 2, total_steps]
+    # episodes end at the 5-step limit or sooner (success); next-step autoresets take a step of their own
+    assert sum(point["episodes"] for point in result["curve"]) >= total_steps // 6
+    assert set(result["eval_success_rate"]) == {"trained_policy", "random_policy"}
+    assert (out.parent / f"{out.name}_curve.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("mode", ["same_step", "disabled"])  # next_step: test_ppo_reach_under_torchrun
 def test_ppo_reach_runs_and_saves_its_curve_in_each_autoreset_mode(tmp_path, mode):
     out = tmp_path / "ppo"
     stdout = run([sys.executable, "examples/ppo_reach.py", *TINY_PPO, "--autoreset_mode", mode, "--out", str(out)])
-    assert "success rate: trained" in stdout
-    result = json.loads(out.with_suffix(".json").read_text())
-    assert result["world_size"] == 1 and len(result["curve"]) == 2 and result["args"]["autoreset_mode"] == mode
-    # episodes end at the 5-step limit or sooner (success); next-step autoresets take a step of their own
-    assert sum(point["episodes"] for point in result["curve"]) >= 32 // 6
-    assert set(result["eval_success_rate"]) == {"trained_policy", "random_policy"}
-    assert (tmp_path / "ppo_curve.png").stat().st_size > 0
+    check_ppo_reach(out, stdout, mode, world=1, total_steps=32)
 
 
 def test_ppo_reach_under_torchrun(tmp_path):
+    """Two ranks in next_step mode (the two other modes run on one rank above): the gradients all-reduced, both
+    ranks' steps count towards the budget and their episodes towards the curve."""
     out = tmp_path / "ppo"
-    run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-         "examples/ppo_reach.py", *TINY_PPO, "--out", str(out)])
-    result = json.loads(out.with_suffix(".json").read_text())
-    assert result["world_size"] == 2 and result["command"].startswith("torchrun --nproc_per_node 2")
-    assert result["curve"][-1]["env_steps"] == 32  # both ranks' steps count towards the budget
+    stdout = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                  "examples/ppo_reach.py", *TINY_PPO, "--total_steps", "64", "--autoreset_mode", "next_step",
+                  "--out", str(out)])
+    check_ppo_reach(out, stdout, "next_step", world=2, total_steps=64)
+    assert json.loads(out.with_suffix(".json").read_text())["command"].startswith("torchrun --nproc_per_node 2")
 
 
 @needs("ecosystem", "stable_baselines3")

@@ -5,7 +5,7 @@ backend_options["deterministic"]).
 A world's trajectory must be a function of its own seed and actions: the same world, given the same
 actions, ends bit-for-bit the same whatever the other worlds do (long ik moves, gripper changes, no
 action at all). action_timing="fixed" runs one control step per action and says what is still under
-way, with the fingers moving as the mujoco backend's.
+way, with the fingers moving as the mujoco backend's. Both through RLBenchVectorEnv: test_mjwarp_vector_env.py.
 """
 
 from __future__ import annotations
@@ -177,38 +177,3 @@ def test_the_group_returns_worlds_as_their_actions_finish():
     assert reported.count(0) == 1 and len(reported) > 3
     assert not result.terminated.any() and result.truncated is not None and not result.truncated.any()
     group.close()
-
-
-def test_fixed_timing_through_the_vector_env_says_what_is_under_way(make_env):
-    env = make_env(num_envs=2, task="pick_and_lift", backend="mjwarp", backend_options={"device": DEVICE},
-                   arm_mode="joint_velocity", action_timing="fixed", cameras=(), modalities=())
-    env.reset(seed=0)
-    close = np.array([[0, 0.2, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 1]], np.float32)  # env 1 keeps it open
-    _, _, _, _, info = env.step(close)
-    assert info["gripper_moving"].tolist() == [True, False] and info["_gripper_moving"].tolist() == [True, False]
-    for _ in range(20):
-        obs, _, _, _, info = env.step(close)
-    assert "gripper_moving" not in info and obs["gripper_joint_positions"][0].max() < 0.002
-
-
-def test_recv_returns_envs_as_their_actions_finish_and_new_actions_join(make_env):
-    """Partial completion through the engine: with send/recv the worker answers each env when its own
-    action is done, and actions sent meanwhile join the worlds still moving at the next control step."""
-    env = make_env(num_envs=3, task="pick_and_lift", backend="mjwarp", backend_options={"device": DEVICE},
-                   arm_mode="joint_velocity", cameras=(), modalities=())
-    env.reset(seed=0)
-    moves = np.zeros((3, 8), np.float32)
-    moves[:, 0], moves[:, -1] = 0.2, 1.0  # one control step each, gripper kept open
-    moves[0, -1] = 0.0  # env 0 closes its gripper: until the fingers stop, about 12 control steps
-    env.send(moves)
-    returned, rounds = [], 0
-    while True:
-        obs, _, _, _, info = env.recv(min_envs=1)
-        ids = info["env_id"].tolist()
-        returned.append(ids)
-        if 0 in ids:
-            break
-        rounds += 1
-        env.send(moves[ids], env_ids=ids)
-    assert returned[0] == [1, 2] and rounds >= 5, returned  # envs 1 and 2 acted again while env 0's action ran
-    assert obs["gripper_joint_positions"][ids.index(0)].max() < 0.002  # env 0 came back with its fingers closed

@@ -35,5 +35,6 @@ def test_bench_sums_throughput_over_ranks(tmp_path):
 
 
 def test_training_example_runs_on_two_ranks():
-    out = torchrun("examples/torchrun_train.py", "--backend", "synthetic", "--iterations", "2", "--steps", "4")
+    out = torchrun("examples/torchrun_train.py", "--backend", "synthetic", "--num_envs", "1", "--iterations", "2",
+                   "--steps", "4")
     assert "iteration 1:" in out and "over 2 rank(s)" in out
