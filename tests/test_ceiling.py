@@ -21,6 +21,12 @@ def segments() -> set[str]:
     return {name for name in os.listdir(SHM_DIR) if name.startswith(PREFIX)}
 
 
+def leaked(before: set[str]) -> set[str]:
+    """Segments made since `before` whose maker (the pid in the name) is gone: another run's live processes on
+    a shared machine may hold theirs."""
+    return {name for name in segments() - before if not psutil.pid_exists(int(name.split("_")[1]))}
+
+
 def spawned_processes() -> set[int]:
     """Processes started by multiprocessing's spawn (their command line says so)."""
     return {p.pid for p in psutil.process_iter(["cmdline"]) if "--multiprocessing-fork" in (p.info["cmdline"] or [])}
@@ -41,5 +47,5 @@ def test_every_mode_measures_and_leaves_nothing_behind(tmp_path):
     measured = {(r["envs_per_worker"], r["mode"]): r["env_steps_per_s"] for r in report["results"]}
     assert set(measured) == {(per, mode) for per in (1, 2) for mode in MODES}
     assert all(rate > 0 for rate in measured.values()), measured
-    assert segments() == before
+    assert not leaked(before)
     assert spawned_processes() <= spawned
