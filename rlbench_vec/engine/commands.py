@@ -47,6 +47,7 @@ Batch = list[tuple[WorkerHandle, list[Entry], tuple[list[int], bytes]]]
 
 PagesShared = Callable[[list, bytes | None], None]  # a worker's device pages, and the handle of their event
 
+
 class Commands:
     def __init__(self, workers: Workers, table: EnvTable, restarts: Restarts, recycler: Recycler,
                  buffers: SharedBuffers, batched_steps: int, on_device_pages: PagesShared | None):

@@ -16,7 +16,23 @@ from typing import Any
 
 import numpy as np
 
-from ..wire.protocol import CALL, EPISODE_OVER, ERROR, HAS_PAYLOAD, MANY_RECORDS, RESTARTED, STEP
+from ..wire.protocol import (
+    CALL,
+    ENV,
+    EPISODE_OVER,
+    ERROR,
+    EXEC_S,
+    EXECUTED_ACTIONS,
+    FLAGS,
+    HAS_PAYLOAD,
+    MANY_RECORDS,
+    PAGE,
+    RESET_S,
+    RESTARTED,
+    SLOT,
+    STEP,
+    WRITE_S,
+)
 from .handles import Pending
 
 IDLE, RUNNING, DONE = 0, 1, 2
@@ -144,30 +160,30 @@ class EnvTable:
 
     def _settle_many(self, pending: Pending, records: np.ndarray, payload: dict | None, round_trip: float) -> None:
         """settle_records for a reply of many envs, by numpy (each env at most once in a reply)."""
-        ipc = max(0.0, round_trip - float(records[:, 5:8].sum())) / len(records)
-        records = records[records[:, 0] >= 0]  # a spare's reset belongs to no env
-        env, flags = records[:, 0].astype(np.int64), records[:, 3].astype(np.int64)
+        ipc = max(0.0, round_trip - float(records[:, EXEC_S:RESET_S + 1].sum())) / len(records)
+        records = records[records[:, ENV] >= 0]  # a spare's reset belongs to no env
+        env, flags = records[:, ENV].astype(np.int64), records[:, FLAGS].astype(np.int64)
         bulk = self.bulk
-        bulk[env, A_EXEC] += records[:, 5]
-        bulk[env, A_WRITE] += records[:, 6]
-        bulk[env, A_RESET] += records[:, 7]
+        bulk[env, A_EXEC] += records[:, EXEC_S]
+        bulk[env, A_WRITE] += records[:, WRITE_S]
+        bulk[env, A_RESET] += records[:, RESET_S]
         bulk[env, A_IPC] += ipc
-        bulk[env, A_RESETS] += records[:, 7] > 0
+        bulk[env, A_RESETS] += records[:, RESET_S] > 0
         bulk[env, A_ERRORS] += (flags & ERROR) != 0
         delivers = pending.command != CALL
         if delivers:  # a reset after a restart (no slot) is reported with the env's next command
-            placed = records[:, 1] >= 0
+            placed = records[:, SLOT] >= 0
             records, env, flags = records[placed], env[placed], flags[placed]
         if pending.restart:
             flags |= RESTARTED
         self.phase[env], self.flags[env] = DONE, flags
         if delivers:
             self.over[env] = (flags & EPISODE_OVER) != 0
-            second = int(np.count_nonzero(records[:, 2]))
+            second = int(np.count_nonzero(records[:, PAGE]))
             self.replied[0] += len(env) - second
             self.replied[1] += second
             if pending.command == STEP:
-                bulk[env, A_STEPS] += records[:, 4]
+                bulk[env, A_STEPS] += records[:, EXECUTED_ACTIONS]
         if payload is not None:
             self.extra.update({e: payload[e] for e in env[(flags & HAS_PAYLOAD) != 0].tolist()})
 

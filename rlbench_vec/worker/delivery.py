@@ -222,8 +222,9 @@ class Writer:
         m = len(local)
         if d.plain and len(placed) == 1 and len(placed[0].positions) == m:
             return _plain_reply(placed[0], sum(d.exec_s), d.write_s)
-        records = self._records_of_many(d, route, placed, reset_s) if m >= MANY_RECORDS else None
-        if records is None:
+        if m >= MANY_RECORDS:
+            records = self._records_of_many(d, route, placed, reset_s)
+        else:
             where = {p: (slot, place.page) for place in placed for p, slot in zip(place.positions, place.slots)}
             write_share = d.write_s / max(1, len(where))
             rows = []

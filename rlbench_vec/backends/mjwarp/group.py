@@ -101,7 +101,6 @@ class MjwarpGroup(EnvGroup):
         # per simulator, its step results on the host (pinned on a GPU: copied without blocking)
         self._results_host = [torch.zeros((6, sim.num_worlds), pin_memory=self.device.type == "cuda")
                               for sim in self.sims]
-        self._render_ahead = False
         self._written: torch.cuda.Event | None = None  # recorded after the page writes (device pages only)
         self.oracles = WorldOracles() if options.get("oracle") else None  # each env acts its episode's oracle
         self._exhausted: list[int] = []  # envs started whose oracle had no action left, reported at the next advance
@@ -166,11 +165,7 @@ class MjwarpGroup(EnvGroup):
         """Every commanded world's action, run until it is done in its world (each world on its own clock).
         observed: each simulator renders as soon as its worlds are done, while the host takes in their results."""
         self.start(local, actions)
-        self._render_ahead = observed
-        try:
-            finished, result = self.advance(None)
-        finally:
-            self._render_ahead = False
+        finished, result = self.advance(None, render=observed)
         if not np.array_equal(finished, local):  # results come in env order; the engine's local may not be
             order = np.searchsorted(finished, local)
             result = GroupStep(result.reward[order], result.terminated[order],
@@ -192,10 +187,11 @@ class MjwarpGroup(EnvGroup):
         self._starting[local] = True
         self._in_action[local] = True
 
-    def advance(self, min_done, control_steps=None):
+    def advance(self, min_done, control_steps=None, render=False):
         """One simulator: its own step. Several: each simulator with envs in an action steps in turn, all
         to the end of their actions (min_done and control_steps None), else one control step each per
-        round until min_done envs are done or control_steps rounds ran."""
+        round until min_done envs are done or control_steps rounds ran. render: each simulator renders as
+        soon as its step is done, while the host takes in its results (step()'s observed)."""
         start = time.perf_counter()
         busy = [t for t, envs in enumerate(self.worlds.envs) if self._in_action[envs].any()]
         exhausted = np.array(self._exhausted, np.int64)
@@ -205,7 +201,7 @@ class MjwarpGroup(EnvGroup):
         while busy:
             for t in busy:
                 parts.append(self._step_simulator(t, min_done if single else None,
-                                                  control_steps if single else 1))
+                                                  control_steps if single else 1, render))
             rounds += 1
             done = sum(len(part[0]) for part in parts)
             busy = [t for t in busy if self._in_action[self.worlds.envs[t]].any()]
@@ -223,7 +219,8 @@ class MjwarpGroup(EnvGroup):
         zeros = np.zeros(len(envs))
         return envs, zeros, np.ones(len(envs)), zeros, zeros, zeros
 
-    def _step_simulator(self, t: int, min_done: int | None, control_steps: int | None) -> tuple[np.ndarray, ...]:
+    def _step_simulator(self, t: int, min_done: int | None, control_steps: int | None,
+                        render: bool) -> tuple[np.ndarray, ...]:
         """One step of simulator t; its envs done, and their reward, terminated, fault bits, error codes
         and motion bits (one device-to-host copy)."""
         envs = self.worlds.envs[t]
@@ -237,7 +234,7 @@ class MjwarpGroup(EnvGroup):
         copied = torch.cuda.Event() if self.device.type == "cuda" else None
         if copied is not None:
             copied.record()
-        if self._render_ahead:
+        if render:
             self._render_early(t)
         if copied is not None:
             copied.synchronize()  # the results only: the render goes on on the device
