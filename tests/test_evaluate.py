@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -113,6 +114,22 @@ def test_the_oracle_on_mjwarp_scores_two_tasks_in_one_vector_env_as_on_mujoco(tm
                       for e in lines(out))
 
     assert assignment(tmp_path / "w") == assignment(tmp_path / "m")
+
+
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="the RLBench double needs Xvfb (apt-get install xvfb)")
+def test_the_oracle_on_the_rlbench_backend_acts_rlbenchs_own_waypoints(monkeypatch, tmp_path):
+    """The rlbench backend through its test double (CoppeliaSim cannot run here): the double's empty_container only
+    succeeds for an oracle that follows its waypoints' gripper, abilities and repeats (tests/test_rlbench_backend.py);
+    two envs share its episodes, each episode the double's 15 planned poses."""
+    double = ROOT / "tests" / "rlbench_double"
+    monkeypatch.syspath_prepend(str(double))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(double), str(ROOT)]))
+    config = EvaluateConfig(policy="oracle", tasks=("empty_container",), episodes=3, backend="rlbench", num_envs=2,
+                            arm_mode="planning", out=str(tmp_path / "out"), **SMALL)
+    result = evaluate(config)
+    assert result["tasks"]["empty_container"]["success_rate"] == 1 and result["backend"] == "rlbench"
+    assert [(e["episode"], e["steps"]) for e in sorted(lines(tmp_path / "out"), key=lambda e: e["episode"])] == [
+        (0, 15), (1, 15), (2, 15)]
 
 
 def test_a_policy_from_a_file_with_invalid_actions_counted_and_a_resume(tmp_path):

@@ -616,3 +616,41 @@ def test_a_task_per_env_and_a_task_changed_at_reset(double, rlbench_env):
     assert sorted(e["task"] for e in double("get_task")) == ["pick_and_lift", "pick_and_lift", "reach_target"]
     with pytest.raises(ConfigError, match="depends on its scene"):  # its length is unknown: it may not fit
         env.reset(options={"task": "open_drawer"})
+
+
+@pytest.mark.parametrize("arm_mode, absolute_mode, frame", [
+    ("planning", True, "world"), ("planning", False, "world"), ("ik", False, "ee")])
+def test_the_oracle_acts_the_tasks_waypoints_with_their_gripper_abilities_and_repeats(
+        double, rlbench_env, arm_mode, absolute_mode, frame):
+    """The double's empty_container: two items carried one at a time (tests/rlbench_double/rlbench/tasks): its
+    grasp waypoint is moved onto the next item by a start ability, a predefined path carries it, an end ability
+    counts the pass so that the first waypoint is skipped on the second, and the waypoints repeat until no item
+    is left. Only an oracle that does all of it, in the env's action mode, empties the container."""
+    env = rlbench_env(num_envs=1, task="empty_container", cameras=(), arm_mode=arm_mode, absolute_mode=absolute_mode,
+                      low_dim=("gripper_pose", "gripper_open"), backend_options={"oracle": True, "frame": frame})
+    env.reset(seed=3)
+    poses, gripper = [], []
+    ignored = np.zeros((1, 8), np.float32)  # the oracle acts in place of the action given
+    for _ in range(100):
+        obs, reward, terminated, truncated, info = env.step(ignored)
+        poses.append(obs["gripper_pose"][0].copy())  # obs is a view of shared memory the next step rewrites
+        gripper.append(obs["gripper_open"][0])
+        if terminated[0] or truncated[0]:
+            break
+    assert reward[0] == 1.0 and terminated[0] and not info.get("invalid_action", [False])[0]
+    closes = [t for t in range(1, len(gripper)) if gripper[t - 1] == 1.0 and gripper[t] == 0.0]
+    opens = [t for t in range(1, len(gripper)) if gripper[t - 1] == 0.0 and gripper[t] == 1.0]
+    assert len(closes) == 2 and len(opens) == 2 and gripper[-1] == 1.0
+    np.testing.assert_allclose(poses[-1], [0.4, 0.25, 0.9, *IDENTITY], atol=1e-6)  # the drop waypoint
+    if arm_mode == "planning":
+        # a pose per waypoint: above, grasp (closes), five along the path, drop (opens); again without `above`
+        assert len(poses) == 15 and closes == [1, 8] and opens == [7, 14]
+        np.testing.assert_allclose(poses[0], [0.2, 0.0, 1.1, *IDENTITY], atol=1e-6)
+    else:
+        steps = np.linalg.norm(np.diff(np.array(poses)[:, :3], axis=0), axis=1)
+        assert len(poses) > 15 and steps.max() <= 0.03 + 1e-6, "ik mode moves in short straight pieces"
+
+
+def test_the_oracle_needs_a_pose_arm_mode(double, rlbench_env):
+    with pytest.raises(ConfigError, match="arm_mode 'planning'"):
+        rlbench_env(num_envs=1, task="empty_container", arm_mode="joint_velocity", backend_options={"oracle": True})

@@ -8,6 +8,7 @@ layout), so a backend module must not import its simulator at module level: do i
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import traceback
@@ -19,6 +20,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..config import DEFAULT_LOW_DIM, EnvConfig
+
+IK_SEGMENT = 0.03  # metres: an oracle's straight moves in ik mode come in pieces this long (IK solves short moves)
 
 
 @dataclass
@@ -174,6 +177,13 @@ def write_padded(out: np.ndarray, state: np.ndarray) -> None:
     count = len(state)
     out[:count] = state
     out[count:] = 0.0
+
+
+def straight_pieces(start: np.ndarray, end: np.ndarray, length: float = IK_SEGMENT) -> list[np.ndarray]:
+    """Points on the segment from `start` to `end`, evenly spaced at most `length` apart, `end` last (`start` left
+    out): the targets an oracle gives one after another to move in a straight line."""
+    count = max(1, math.ceil(float(np.linalg.norm(end - start)) / length))
+    return [start + (i / count) * (end - start) for i in range(1, count + 1)]
 
 
 def failure(error: BaseException) -> tuple[str, str]:

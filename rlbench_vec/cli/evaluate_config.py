@@ -14,7 +14,7 @@ from ..backends.mujoco.backend import task_class
 from ..config import CAMERAS, EnvConfig, close_matches, integer, resolve_backend
 from ..datasets.writers import Episode
 from ..errors import ConfigError
-from ..spec import task_state_size
+from ..spec import low_dim_fields, task_state_size
 from ..task_names import SUITES, env_tasks, task_list
 from .collect import job_seed
 from .runs import command_line
@@ -29,7 +29,8 @@ SCORED_ARGUMENTS = ("tasks", "episodes", "variations", "seed", "backend", "polic
 class EvaluateConfig:
     """What to score and how; the flags of `python -m rlbench_vec.evaluate` have the same names.
 
-    policy: "oracle" (the task's waypoint oracle acting through the env's actions: mujoco, mjwarp), "random"
+    policy: "oracle" (the task's waypoint oracle acting through the env's actions; on rlbench RLBench's own waypoints,
+    arm_mode "planning" or "ik"), "random"
     (action_space samples), or "FILE.py:NAME" / "package.module:NAME", a factory of the agent (docs/evaluate.md).
     tasks: names, or a suite (SUITES). episodes: per task. variations: the variations episodes cycle through
     (None: all of the task's, episode k gets variation k mod their count). seed: the base of every episode's reset
@@ -65,10 +66,9 @@ class EvaluateConfig:
                  for name in task_list(given)]
         if not names or len(set(names)) != len(names):
             raise ConfigError(f"tasks must name at least one task, each once; got {self.tasks!r}.")
-        if self.policy == "oracle" and resolve_backend(self.backend) not in ("mujoco", "mjwarp"):
-            raise ConfigError("--policy oracle acts the embedded tasks' waypoint oracles, which run on the mujoco "
-                              "and mjwarp backends (RLBench's planner has none here yet): use --backend mujoco or "
-                              "mjwarp for the oracle's table, or score another policy.")
+        if self.policy == "oracle" and resolve_backend(self.backend) == "synthetic":
+            raise ConfigError("--policy oracle acts a task's waypoints, and the synthetic backend's tasks have none: "
+                              "use --backend mujoco, mjwarp or rlbench for the oracle's table, or another policy.")
         if "variation" in self.backend_options:
             raise ConfigError("backend_options['variation'] is set per episode by the evaluation; use --variations.")
         if self.backend_options.get("shaped_rewards"):
@@ -108,9 +108,11 @@ class EvaluateConfig:
             backend.validate(config.for_task(task))
         return config
 
-    def state_size(self) -> int:
-        """The longest task_low_dim_state of the tasks: every env may run any of them."""
-        return task_state_size(replace(self.env_config(self.tasks[0]), task=self.tasks))
+    def state_size(self) -> int | None:
+        """The longest task_low_dim_state of the tasks (every env may run any of them); None where the observation
+        leaves it out (rlbench's default where a task's length is known only to its scene)."""
+        every_task = replace(self.env_config(self.tasks[0]), task=self.tasks)
+        return task_state_size(every_task) if "task_low_dim_state" in low_dim_fields(every_task) else None
 
     def scored_arguments(self) -> dict[str, Any]:
         return json.loads(json.dumps({name: getattr(self, name) for name in SCORED_ARGUMENTS}))

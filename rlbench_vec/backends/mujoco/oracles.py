@@ -1,24 +1,23 @@
 """Scripted oracles: a task's waypoints (its `oracle`, planned from the episode's first state with
 privileged information) turned into actions of the env's action mode, to make demos:
-  ik           one pose action per waypoint (straight segments split into 3 cm pieces);
+  ik           one pose action per waypoint (straight segments split into pieces: base.straight_pieces);
   planning     one pose action per waypoint (the mode moves in straight lines itself);
   joint modes  IK to each waypoint, then joint actions until the arm is there.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from ...errors import ConfigError
+from ..base import straight_pieces
 from .actions import ActionExecutor
 from .robot import CONTROL_DT, PATH_ACCELERATION, Panda, line_duration
 from .scene import FINGER_MAX
 from .tasks.base import Waypoint
 
-IK_SEGMENT = 0.03  # metres: straight moves in ik mode are split into pieces this long
 JOINT_TOLERANCE = 0.003  # rad: a joint-space oracle moves on when every joint is this close to a waypoint
 PASSING_TOLERANCE = 0.03  # rad: ... or this close to a point on the way to one (so it does not stop there)
 MAX_ACTIONS_PER_WAYPOINT = 60
@@ -47,8 +46,7 @@ def _pose_targets(panda: Panda, waypoint: Waypoint, split: bool) -> list[tuple[n
     if not (split and waypoint.straight):
         return [(waypoint.position, waypoint.quat)]
     start, _, _ = panda.tcp_pose()
-    count = max(1, math.ceil(np.linalg.norm(waypoint.position - start) / IK_SEGMENT))
-    return [(start + (i / count) * (waypoint.position - start), waypoint.quat) for i in range(1, count + 1)]
+    return [(position, waypoint.quat) for position in straight_pieces(start, waypoint.position)]
 
 
 def _braking_velocity(delta: np.ndarray) -> np.ndarray:

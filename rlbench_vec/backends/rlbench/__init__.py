@@ -2,7 +2,8 @@
 
 Modules: `options` (task lookup and option checks, no simulator: the main process runs them),
 `settings` (EnvConfig as RLBench's observation config, action mode and Environment options),
-`backend` (RLBenchBackend, the registry's entry), `demos` (demo actions from recorded demos).
+`backend` (RLBenchBackend, the registry's entry), `demos` (demo actions from recorded demos), `oracle` (the
+task's waypoints as actions).
 
 backend_options, passed to rlbench.Environment as given (upstream defaults otherwise):
   robot_setup             "panda" (default) or "sawyer": the observation layout has 7 arm joints
@@ -20,6 +21,10 @@ and this backend's own:
   reset_attempts          resets tried when RLBench cannot place the task (default 3)
   live_demos              True: get_demos plans demos live (the default without dataset_root);
                           False: it reads them from dataset_root (the default with it)
+  oracle                  each step acts the next action of the task's own waypoints instead of the
+                          action given (checked, then ignored): `rlbench_vec.evaluate --policy oracle`.
+                          arm_mode "planning" or "ik"; out of waypoints, the episode ends
+                          (info["oracle_exhausted"]). See `oracle`.
 reset(options=...) keys, per env through the engine's options["env_options"]:
   variation               this reset's variation
   demo                    reset to stored episode `demo` of that variation (or of the fixed one) in

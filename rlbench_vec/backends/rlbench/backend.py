@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from ...spec import observation_spec
 from ..base import Backend, Demo, StepResult, write_padded
 from .demos import demo_actions
 from .options import DEFAULT_RESET_ATTEMPTS, TASK_STATE_SIZES, check_options, task_file, task_names, tasks_dir
+from .oracle import waypoint_actions
 from .settings import action_mode, environment_options, observation_config
 
 log = logging.getLogger("rlbench_vec")
@@ -106,6 +107,7 @@ class RLBenchBackend(Backend):
         self.reset_error = TaskEnvironmentError
         self.error_count = 0
         self.obs: Any = None
+        self.oracle: Iterator[np.ndarray] | None = None  # backend_options["oracle"]: the episode's oracle
         self.variation = 0
         self.descriptions: dict[int, list[str]] = {}  # per variation, from the resets seen so far
 
@@ -189,11 +191,25 @@ class RLBenchBackend(Backend):
         else:
             self._choose_variation(variation)
             self._reset_task()
+        if self.options.get("oracle"):
+            self.oracle = waypoint_actions(self.task_env._task, self.config, lambda: self.obs.gripper_pose,
+                                           self._gripper_action())
         state = getattr(self.obs, "task_low_dim_state", None)
         return {"variation_index": self.variation, "descriptions": self.descriptions[self.variation],
                 "task": self.task, "task_low_dim_size": 0 if state is None else len(state)}
 
+    def _gripper_action(self) -> float:
+        """The gripper action that keeps the gripper as it is now."""
+        if self.config.gripper_mode == "discrete":
+            return float(self.obs.gripper_open)
+        return float(np.mean(self.obs.gripper_joint_positions))
+
     def step(self, action: np.ndarray) -> StepResult:
+        if self.oracle is not None:
+            planned = next(self.oracle, None)
+            if planned is None:
+                return StepResult(0.0, True, {"oracle_exhausted": True})
+            action = planned
         try:
             # a float64 copy, so RLBench never holds a view of the shared action buffer
             obs, reward, terminate = self.task_env.step(np.array(action, dtype=np.float64))

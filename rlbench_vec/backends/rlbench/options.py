@@ -18,7 +18,7 @@ ENVIRONMENT_OPTIONS = (
     "visual_randomization_config", "attach_grasped_objects", "shaped_rewards", "arm_max_velocity",
     "arm_max_acceleration",
 )
-OWN_OPTIONS = ("variation", "task_state_size", "collision_checking", "frame", "reset_attempts", "live_demos")
+OWN_OPTIONS = ("variation", "task_state_size", "collision_checking", "frame", "reset_attempts", "live_demos", "oracle")
 SEVEN_JOINT_ROBOTS = ("panda", "sawyer")  # rlbench.const.SUPPORTED_ROBOTS with 7 arm joints
 # RandomizeEvery by name. Upstream's VARIATION and TRANSITION share one value, so they are one member,
 # which re-textures every `frequency` simulation steps and never at a variation change.
@@ -120,6 +120,12 @@ def check_options(config: EnvConfig) -> None:
         raise ConfigError("frame='ee' makes each action a pose relative to the current end effector (RLBench's "
                           "RelativeFrame.EE): a delta action of arm_mode 'ik' or 'planning'. Use it with those and "
                           "absolute_mode=False.")
+    if not isinstance(options.get("oracle", False), bool):
+        raise ConfigError(f"oracle must be True or False, got {options['oracle']!r}.")
+    if options.get("oracle") and config.arm_mode not in ("ik", "planning"):
+        raise ConfigError(f"backend_options['oracle'] acts RLBench's waypoints as end-effector poses, which arm_mode "
+                          f"{config.arm_mode!r} cannot take: use arm_mode 'planning' (RLBench plans each move, as "
+                          "keyframe agents act) or 'ik'.")
     if options.get("dataset_root") and not Path(options["dataset_root"]).exists():
         raise ConfigError(f"dataset_root {options['dataset_root']!r} does not exist.")
     if not isinstance(options.get("live_demos", True), bool):

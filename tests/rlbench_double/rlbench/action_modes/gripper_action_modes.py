@@ -22,8 +22,20 @@ class Discrete(GripperActionMode):
         self._detach_before_open = detach_before_open
 
     def action(self, scene, action: np.ndarray):
+        """As upstream: a change of state grasps the task's graspable objects in reach (closing) or releases
+        (opening); the fingers move within the simulation steps of this action."""
         assert_action_shape(action, self.action_shape(scene))
-        scene.gripper_joints = np.full(2, 0.04 * float(action[0] > 0.5))
+        is_open = float(scene.gripper_joints[0] / 0.04 > 0.9)
+        action = float(action[0] > 0.5)
+        if action != is_open:
+            if action == 0.0 and self._attach_grasped_objects:
+                for obj in scene.task.get_graspable_objects():
+                    scene.grasp(obj)
+            else:
+                scene.release()
+            scene.gripper_joints = np.full(2, 0.04 * action)
+            scene.pyrep.step()
+            scene.task.step()
 
 
 class GripperJointPosition(GripperActionMode):

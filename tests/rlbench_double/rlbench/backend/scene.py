@@ -16,6 +16,7 @@ from rlbench.demo import Demo
 START_JOINTS = np.array([0.0, 0.17, 0.0, -0.87, 0.0, 1.05, 0.79])
 START_POSE = np.array([0.28, 0.0, 1.47, 0.0, 1.0, 0.0, 0.0])  # x, y, z, qx, qy, qz, qw
 DT = 0.05
+GRASP_RADIUS = 0.01  # a closing gripper grasps a graspable object whose position is this close to the tip
 TRACKING_GAIN = 0.8  # the arm covers this share of the way to its joint target in one step (its controller lags)
 SENSOR_NAMES = {'left_shoulder': 'cam_over_shoulder_left', 'right_shoulder': 'cam_over_shoulder_right',
                 'overhead': 'cam_overhead', 'wrist': 'cam_wrist', 'front': 'cam_front'}
@@ -71,6 +72,7 @@ class Scene(object):
         self.gripper_pose = START_POSE.copy()
         self.gripper_joints = np.array([0.04, 0.04])
         self.episode_steps = 0
+        self.grasped = []
 
     def init_episode(self, index: int, randomly_place: bool = True, max_attempts: int = 5,
                      place_demo: bool = False):
@@ -89,7 +91,18 @@ class Scene(object):
 
     def step(self):
         self.pyrep.step()
+        for obj in self.grasped:  # what the hand holds moves with it
+            obj.set_position(self.gripper_pose[:3])
+        self.task.step()
         self.episode_steps += 1
+
+    def grasp(self, obj) -> bool:
+        if np.linalg.norm(obj.get_position() - self.gripper_pose[:3]) < GRASP_RADIUS and obj not in self.grasped:
+            self.grasped.append(obj)
+        return obj in self.grasped
+
+    def release(self) -> None:
+        self.grasped = []
 
     def track_joint_targets(self, targets):
         previous = self.joint_positions

@@ -14,6 +14,11 @@ class Task(object):
         self.name = name if name else re.sub('(?<!^)(?=[A-Z])', '_', self.__class__.__name__).lower()
         self.robot = robot  # the double's Scene
         self.target = np.zeros(3)
+        self._waypoints = []  # upstream finds dummies named waypoint0, waypoint1, ... in the scene
+        self._waypoint_abilities_start = {}
+        self._waypoint_abilities_end = {}
+        self._waypoints_should_repeat = lambda: False
+        self._graspable_objects = []
 
     def get_name(self) -> str:
         return self.name
@@ -38,3 +43,27 @@ class Task(object):
 
     def decorate_observation(self, observation):
         return observation
+
+    def step(self) -> None:
+        pass
+
+    def register_waypoint_ability_start(self, waypoint_index: int, func) -> None:
+        self._waypoint_abilities_start[waypoint_index] = func
+
+    def register_waypoint_ability_end(self, waypoint_index: int, func) -> None:
+        self._waypoint_abilities_end[waypoint_index] = func
+
+    def register_waypoints_should_repeat(self, func) -> None:
+        self._waypoints_should_repeat = func
+
+    def register_graspable_objects(self, objects) -> None:
+        self._graspable_objects = objects
+
+    def get_graspable_objects(self):
+        return self._graspable_objects
+
+    def get_waypoints(self):
+        return self._waypoints
+
+    def should_repeat_waypoints(self):
+        return self._waypoints_should_repeat()
