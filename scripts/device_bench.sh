@@ -2,9 +2,10 @@
 # The engine's benchmarks on the lent GPU host (one H100, 16 cores, Python 3.12 with torch, no package
 # index): unpack the carried GL loaders and wheels, then run one stage, writing into $OUT.
 #   bash scripts/device_bench.sh peers|reset|mujoco|engine|collect|timing|timing_ik|phases|hostprofile|ab|cuda|cuda_tests
+#   MUJOCO_ONLY=1 bash scripts/device_bench.sh evaluate   (NUM_ENVS="16 1": the oracle over peract18, then its bound)
 #   (stage the host first: scripts/device_stage.sh says how; the last staging call carries .dev/stage3)
 set -euo pipefail
-stage=${1:?stage: peers, reset, mujoco, engine, collect, timing, timing_ik, phases, hostprofile, ab, cuda or cuda_tests}
+stage=${1:?stage: peers, reset, mujoco, engine, collect, timing, timing_ik, phases, hostprofile, ab, cuda, cuda_tests or evaluate}
 # shellcheck source=scripts/device_stage.sh
 source "$(dirname "$0")/device_stage.sh"
 case $stage in
@@ -68,6 +69,13 @@ case $stage in
       done
     done ;;
   engine) for part in mujoco peers reset; do bash "$0" "$part"; done ;;
+  evaluate)  # mujoco: the oracle over PerAct's 18 tasks, 25 episodes each, five cameras rgb+depth 128x128
+    for n in ${NUM_ENVS:-16 1}; do
+      /usr/bin/time -f "wall %e s" python3 -m rlbench_vec.evaluate --policy oracle --tasks peract18 --episodes 25 \
+        --num_envs "$n" --backend mujoco --progress 0 --out "$OUT/mujoco_n$n" 2>&1 | tail -3
+    done
+    python3 benchmarks/evaluate_bound.py --tasks peract18 --episodes 25 --num_envs ${BOUND_ENVS:-16 1} \
+      --json "$OUT/bound.json" ;;
   cuda) python3 scripts/bench_cuda.py --out "$OUT/bench_cuda_h100.json" ;;
   cuda_tests) python3 -m pytest -q -p no:cacheprovider tests/test_tensors.py 2>&1 | tee "$OUT/cuda_tests.log" ;;
   *) echo "unknown stage $stage" >&2; exit 2 ;;

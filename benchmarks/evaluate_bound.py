@@ -1,0 +1,129 @@
+"""The oracle's evaluation with the engine cut away: what `python -m rlbench_vec.evaluate --policy oracle --backend
+mujoco --num_envs N` does, done by N plain processes. Each builds the mujoco backend in-process and runs the
+episodes handed to it one at a time (the evaluation's own plan and EpisodeQueue: the same episodes, variations,
+seeds and scheduling), stepping the oracle and writing every observation into private arrays: a worker's work per
+step, without shared memory, commands, replies or batches. No vector env of N worker processes runs these episodes
+sooner on the same machine, so the wall times bound the evaluation's, and their ratio bounds its speed-up.
+
+    MUJOCO_GL=egl PYTHONPATH=. python benchmarks/evaluate_bound.py --tasks peract18 --episodes 25 --num_envs 1 16 \\
+        --json docs/evaluate_h200/bound.json
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import platform
+import shlex
+import sys
+import time
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+import numpy as np
+
+from rlbench_vec.cli import ArgumentParser, positive, run_main
+from rlbench_vec.cli.evaluate_config import EpisodeQueue, EvaluateConfig, Planned, plan, variation_count
+from rlbench_vec.config import CAMERAS, MODALITIES, EnvConfig
+from rlbench_vec.task_names import task_list
+
+
+def serve(connection: Connection, env_config: EnvConfig, index: int, max_steps: int, batch: bool) -> None:
+    """A process's loop: run each episode it is sent, reply with its outcome; None ends it. batch: run as
+    SCHED_BATCH, as the engine's workers do."""
+    from rlbench_vec.backends.mujoco import BACKEND
+
+    if batch:
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    from rlbench_vec.spec import action_size, observation_spec
+
+    backend = BACKEND(env_config, index)
+    observation = {key: np.empty(spec.shape, spec.dtype) for key, spec in observation_spec(env_config).items()}
+    ignored = np.zeros(action_size(env_config), np.float32)  # the oracle acts in its place
+    connection.send("ready")
+    for planned in iter(connection.recv, None):
+        started = time.perf_counter()
+        backend.reset(planned.seed, {"task": planned.task, "variation": planned.variation})
+        backend.write_observation(observation)
+        steps = 0
+        while steps < max_steps:
+            result = backend.step(ignored)
+            backend.write_observation(observation)
+            steps += 1
+            if result.terminated:
+                break
+        connection.send((planned.task, planned.episode, result.reward > 0, steps, time.perf_counter() - started))
+    backend.close()
+
+
+def run(config: EvaluateConfig, num_envs: int, batch: bool) -> dict[str, Any]:
+    """Every episode of `config` over num_envs processes; wall time from the first process's start to the last
+    episode's end."""
+    episodes = [p for task in config.tasks for p in plan(config, task, int(variation_count(config, task) or 1))]
+    pending = EpisodeQueue(episodes)
+    first = pending.first(num_envs)
+    env_config = config.env_config([p.task for p in first])
+    context = multiprocessing.get_context("spawn")
+    started = time.perf_counter()
+    connections, processes, running = [], [], {}
+    for index in range(len(first)):
+        mine, theirs = context.Pipe()
+        process = context.Process(target=serve, args=(theirs, env_config, index, config.max_steps, batch),
+                                  daemon=True)
+        process.start()
+        connections.append(mine)
+        processes.append(process)
+    for connection, episode in zip(connections, first):
+        assert connection.recv() == "ready"
+        connection.send(episode)
+        running[connection] = episode
+    ready_s = time.perf_counter() - started
+    outcomes = []
+    while running:
+        for ready in wait(list(running)):
+            assert isinstance(ready, Connection)
+            outcomes.append(ready.recv())
+            following: Planned | None = pending.next(running.pop(ready).task)
+            ready.send(following)
+            if following is not None:
+                running[ready] = following
+    wall_s = time.perf_counter() - started
+    for process in processes:
+        process.join()
+    return {"num_envs": len(first), "sched_batch": batch, "wall_s": round(wall_s, 3),
+            "all_started_s": round(ready_s, 3), "episodes": len(outcomes), "successes": sum(o[2] for o in outcomes),
+            "episode_seconds_summed": round(sum(o[4] for o in outcomes), 3),
+            "steps": sum(o[3] for o in outcomes)}
+
+
+def main() -> None:
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", nargs="+", default=["peract18"], help="task names or a suite")
+    parser.add_argument("--episodes", type=positive, default=25, help="per task")
+    parser.add_argument("--num_envs", type=positive, nargs="+", default=[1, 16], help="process counts, each a run")
+    parser.add_argument("--cameras", nargs="+", default=list(CAMERAS), choices=CAMERAS)
+    parser.add_argument("--modalities", nargs="+", default=["rgb", "depth"], choices=MODALITIES)
+    parser.add_argument("--image_size", type=positive, nargs=2, default=[128, 128])
+    parser.add_argument("--max_steps", type=positive, default=200)
+    parser.add_argument("--sched_batch", type=int, nargs="+", default=[0], choices=[0, 1],
+                        help="1: the processes run as SCHED_BATCH, as the engine's workers do; each a run")
+    parser.add_argument("--json", default=None, help="write the results here")
+    args = parser.parse_args()
+    config = EvaluateConfig(tasks=tuple(n for given in args.tasks for n in task_list(given)), episodes=args.episodes,
+                            backend="mujoco", cameras=tuple(args.cameras), modalities=tuple(args.modalities),
+                            image_size=tuple(args.image_size), max_steps=args.max_steps, progress=False).validated()
+    runs = []
+    for num_envs in args.num_envs:
+        for batch in args.sched_batch:
+            runs.append(run(config, num_envs, bool(batch)))
+            print(json.dumps(runs[-1]), flush=True)
+    report = {"command": shlex.join(["python", *sys.argv]), "machine": f"{platform.node()}, {os.cpu_count()} cores",
+              "mujoco_gl": os.environ.get("MUJOCO_GL"), "date": time.strftime("%Y-%m-%d %H:%M"), "runs": runs}
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump(report, file, indent=2)
+
+
+if __name__ == "__main__":
+    run_main(main, "benchmarks/evaluate_bound.py")
