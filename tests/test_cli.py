@@ -68,6 +68,19 @@ def test_an_interrupt_inside_a_string_exec_still_exits_with_130_under_python_m()
     assert (done.returncode, done.stderr) == (130, "python -m interrupt_in_exec: interrupted.\n")
 
 
+@pytest.mark.parametrize("signum, when, status, word", [
+    (signal.SIGINT, "before_env", 130, "interrupted"), (signal.SIGINT, "between_steps", 130, "interrupted"),
+    (signal.SIGTERM, "between_steps", 143, "terminated")])
+def test_a_signal_inside_a_finalizer_still_ends_the_command_with_one_line(signum, when, status, word):
+    # CPython swallows an exception raised in a finalizer; before the hook that re-arms it, the command ran on
+    environ = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "interrupt_in_finalizer", signum.name, when],
+                               cwd=ROOT / "tests" / "programs", env=environ, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    _, stderr = communicate_or_explain(process, 60, [])
+    assert (process.returncode, stderr) == (status, f"python -m interrupt_in_finalizer: {word}.\n")
+
+
 def test_the_package_loads_its_heavy_modules_on_first_use():
     """`import rlbench_vec` (what `python -m rlbench_vec.COMMAND` runs before the command's own module) loads
     neither numpy nor the engine, so the command holds the signals before anything heavy loads."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import random
 import signal
+import sys
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -100,3 +102,19 @@ def test_ctrl_c_outside_any_call_raises_at_once(make_env):
     make_env(num_envs=1, cameras=())
     with pytest.raises(KeyboardInterrupt):
         signal.raise_signal(signal.SIGINT)
+
+
+def test_a_ctrl_c_that_lands_inside_a_finalizer_is_raised_again_and_the_hook_goes_with_the_last_env(make_env):
+    # CPython swallows an exception raised in a finalizer (a weakref callback here; importlib runs one after each
+    # import): before the vector env's unraisable hook, the steps below ran on and nothing was raised
+    hook_before = sys.unraisablehook
+    env = make_env(num_envs=2, cameras=())
+    env.reset(seed=0)
+    collected = set()
+    weakref.finalize(collected, signal.raise_signal, signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        del collected  # its finalizer runs here, outside any call: the Ctrl-C is raised, not lost
+        for _ in range(50):
+            env.step(zeros(2))
+    env.close()
+    assert sys.unraisablehook is hook_before

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from ..engine import interrupts
 from ..errors import ConfigError, RLBenchVecError
 
 INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command ended by Ctrl-C
@@ -117,6 +118,7 @@ def run_main(main: Callable[[], Any], prog: str, on_interrupt: str = "") -> NoRe
     status 1 (with --debug, the traceback instead)."""
     signal.signal(signal.SIGINT, signal.default_int_handler)  # from stop_while_starting's, if it ran
     signal.signal(signal.SIGTERM, _on_sigterm)
+    interrupts.keep_swallowed_interrupts()  # a signal whose handler runs inside a finalizer still stops the command
     debug = DEBUG_FLAG in sys.argv[1:]
     try:
         status = main()
