@@ -33,6 +33,12 @@ def rank_seed(seed: int | None, num_envs: int, info: RankInfo | None = None) -> 
     return seed + info.rank * num_envs
 
 
+def cores_of_rank(info: RankInfo | None = None) -> int:
+    """How many of the usable cores are this local rank's share of the host (at least one)."""
+    info = info or RankInfo.from_env()
+    return max(1, len(os.sched_getaffinity(0)) // max(1, info.local_world_size))
+
+
 def worker_cpus(num_envs: int, info: RankInfo | None = None) -> list[tuple[int, ...]]:
     """One core per worker, round robin over this local rank's contiguous share of the usable cores."""
     info = info or RankInfo.from_env()

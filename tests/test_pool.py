@@ -277,6 +277,17 @@ def test_close_does_not_wait_for_a_step_in_flight(make_env):
 
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores to leave one spare")
+def test_workers_run_as_sched_batch_only_where_they_fill_this_ranks_cores(make_env, monkeypatch):
+    """SCHED_BATCH keeps a woken worker from preempting the main process mid-batch, where the workers fill the
+    cores; with cores to spare it only delays each wake-up (an evaluation at 1 env was 20% slower with it)."""
+    spare = make_env(num_envs=1, cameras=())
+    assert os.sched_getscheduler(spare.worker_pids[0]) == os.SCHED_OTHER
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(len(os.sched_getaffinity(0))))  # this rank's share: one core
+    full = make_env(num_envs=1, cameras=())
+    assert os.sched_getscheduler(full.worker_pids[0]) == os.SCHED_BATCH
+
+
 # ---------------------------------------------------------------- groups, fail-fast start, issue 17
 
 

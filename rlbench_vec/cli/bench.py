@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..config import ACTION_TIMINGS, ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, EnvConfig, VideoConfig
-from ..distributed import RankInfo
+from ..distributed import RankInfo, cores_of_rank
 from ..vector_env import RLBenchVectorEnv
 from . import ArgumentParser, non_negative, positive
 from .bench_actions import GRIPPER_SWITCH_P, ActionSampler
@@ -111,7 +111,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def default_num_envs(info: RankInfo) -> int:
     """One env per core of this rank's share of the host."""
-    return max(1, len(os.sched_getaffinity(0)) // info.local_world_size)
+    return cores_of_rank(info)
 
 
 def count_errors(info: dict[str, Any]) -> int:

@@ -263,8 +263,9 @@ class Workers:
     def instances(self) -> int:
         return len(self.of_instance)
 
-    def add(self, instances: Iterable[int], cpus: list | None) -> WorkerHandle:
-        """A handle (not started yet) for a new worker running these instances."""
+    def add(self, instances: Iterable[int], cpus: list | None, batch_scheduling: bool = False) -> WorkerHandle:
+        """A handle (not started yet) for a new worker running these instances (batch_scheduling: see
+        WorkerSpec)."""
         vc, index = self.vc, self.next_index
         self.next_index += 1
         instances = tuple(instances)
@@ -279,6 +280,7 @@ class Workers:
             fields=self.buffers.fields, max_chunk=vc.max_chunk, chunk_obs=vc.chunk_obs, rows=vc.num_envs,
             autoreset_mode=vc.autoreset_mode, eager_reset=vc.eager_reset, display=display,
             cpu_affinity=None if cpus is None else cpus[index % len(cpus)], video=vc.video,
+            batch_scheduling=batch_scheduling,
         )
         handle = WorkerHandle(spec, self.boot_prefix, self.poller, self.environ, self.plain_writer)
         self.by_number[index] = handle

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..backends import backend_class
 from ..config import EnvConfig, VectorConfig
-from ..distributed import worker_cpus
+from ..distributed import cores_of_rank, worker_cpus
 from ..errors import WorkerError
 from ..wire.protocol import AUTORESET, CALL, ERROR, HAS_PAYLOAD, RESET, RESTARTED, STEP
 from ..wire.shm import SHM_DIR, SharedBuffers, segment_name
@@ -55,9 +55,11 @@ class Pool:
         self.boot_prefix = os.path.join(SHM_DIR, segment_name(secrets.token_hex(6)) + "-boot")
         self.workers = Workers(config, vc, buffers, self.boot_prefix, backend.spawn_environ(config))
         total = n + vc.spare_envs
-        cpus = worker_cpus(math.ceil(total / envs_per_worker)) if vc.cpu_affinity else None
+        count = math.ceil(total / envs_per_worker)
+        cpus = worker_cpus(count) if vc.cpu_affinity else None
+        busy = count >= cores_of_rank()  # the workers fill the cores: see WorkerSpec.batch_scheduling
         for first in range(0, total, envs_per_worker):
-            self.workers.add(range(first, min(total, first + envs_per_worker)), cpus)
+            self.workers.add(range(first, min(total, first + envs_per_worker)), cpus, busy)
         self.table = EnvTable(n, total)
         self.restarts = Restarts(self.workers, self.table, buffers, self.close)
         self.recycler = Recycler(self.workers, self.table, self.restarts)

@@ -233,3 +233,6 @@ class WorkerSpec:
     parent_pid: int = 0
     generation: int = 0  # restarts of this worker before this process: tags its plain replies
     parent_is_main_thread: bool = True
+    # SCHED_BATCH: only where the workers fill this rank's cores, so that a woken worker does not preempt the
+    # main process mid-batch; with cores to spare it only delays each wake-up (a rendering worker waits on the GPU)
+    batch_scheduling: bool = False

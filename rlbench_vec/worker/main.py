@@ -106,9 +106,7 @@ def worker_main(spec: WorkerSpec, commands, replies, plain_conn) -> None:
     fd = replies.fileno()
     die_with_parent(spec.parent_pid, spec.parent_is_main_thread, lambda: display is None or display.alive())
     try:
-        # Simulators are throughput work: SCHED_BATCH stops a worker woken by a command from
-        # preempting the main process while it is still sending the rest of the batch.
-        if hasattr(os, "SCHED_BATCH"):
+        if spec.batch_scheduling and hasattr(os, "SCHED_BATCH"):
             os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
         if spec.cpu_affinity:
             os.sched_setaffinity(0, spec.cpu_affinity)
