@@ -33,11 +33,10 @@ def serve(connection: Connection, env_config: EnvConfig, index: int, max_steps: 
     """A process's loop: run each episode it is sent, reply with its outcome; None ends it. batch: run as
     SCHED_BATCH, as the engine's workers do."""
     from rlbench_vec.backends.mujoco import BACKEND
+    from rlbench_vec.spec import action_size, observation_spec
 
     if batch:
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-    from rlbench_vec.spec import action_size, observation_spec
-
     backend = BACKEND(env_config, index)
     observation = {key: np.empty(spec.shape, spec.dtype) for key, spec in observation_spec(env_config).items()}
     ignored = np.zeros(action_size(env_config), np.float32)  # the oracle acts in its place

@@ -242,9 +242,10 @@ class Workers:
     worker and local index runs each instance."""
 
     def __init__(self, config: EnvConfig, vc: VectorConfig, buffers: SharedBuffers, boot_prefix: str,
-                 environ: dict[str, str]):
+                 environ: dict[str, str], batch_scheduling: bool):
         self.config, self.vc, self.buffers = config, vc, buffers
         self.boot_prefix, self.environ = boot_prefix, environ
+        self.batch_scheduling = batch_scheduling  # every worker's, replacements too: see WorkerSpec
         self.plain_reader, self.plain_writer = SPAWN.Pipe(duplex=False)
         self.plain_fd = self.plain_reader.fileno()
         os.set_blocking(self.plain_fd, False)
@@ -263,9 +264,8 @@ class Workers:
     def instances(self) -> int:
         return len(self.of_instance)
 
-    def add(self, instances: Iterable[int], cpus: list | None, batch_scheduling: bool = False) -> WorkerHandle:
-        """A handle (not started yet) for a new worker running these instances (batch_scheduling: see
-        WorkerSpec)."""
+    def add(self, instances: Iterable[int], cpus: list | None) -> WorkerHandle:
+        """A handle (not started yet) for a new worker running these instances."""
         vc, index = self.vc, self.next_index
         self.next_index += 1
         instances = tuple(instances)
@@ -280,7 +280,7 @@ class Workers:
             fields=self.buffers.fields, max_chunk=vc.max_chunk, chunk_obs=vc.chunk_obs, rows=vc.num_envs,
             autoreset_mode=vc.autoreset_mode, eager_reset=vc.eager_reset, display=display,
             cpu_affinity=None if cpus is None else cpus[index % len(cpus)], video=vc.video,
-            batch_scheduling=batch_scheduling,
+            batch_scheduling=self.batch_scheduling,
         )
         handle = WorkerHandle(spec, self.boot_prefix, self.poller, self.environ, self.plain_writer)
         self.by_number[index] = handle

@@ -53,13 +53,13 @@ class Pool:
         backend = backend_class(config.backend)
         # start-up logs: /dev/shm files named like our segments, so a killed owner's are swept too
         self.boot_prefix = os.path.join(SHM_DIR, segment_name(secrets.token_hex(6)) + "-boot")
-        self.workers = Workers(config, vc, buffers, self.boot_prefix, backend.spawn_environ(config))
         total = n + vc.spare_envs
         count = math.ceil(total / envs_per_worker)
+        self.workers = Workers(config, vc, buffers, self.boot_prefix, backend.spawn_environ(config),
+                               batch_scheduling=count >= cores_of_rank())  # the workers fill the cores
         cpus = worker_cpus(count) if vc.cpu_affinity else None
-        busy = count >= cores_of_rank()  # the workers fill the cores: see WorkerSpec.batch_scheduling
         for first in range(0, total, envs_per_worker):
-            self.workers.add(range(first, min(total, first + envs_per_worker)), cpus, busy)
+            self.workers.add(range(first, min(total, first + envs_per_worker)), cpus)
         self.table = EnvTable(n, total)
         self.restarts = Restarts(self.workers, self.table, buffers, self.close)
         self.recycler = Recycler(self.workers, self.table, self.restarts)

@@ -90,7 +90,7 @@ class Recycler:
     def _recycle(self, handle: WorkerHandle) -> None:
         """Start a replacement beside the worker; its envs move over one by one at their next episode."""
         first = self.workers.instances
-        new = self.workers.add(range(first, first + len(handle.instances)), None, handle.spec.batch_scheduling)
+        new = self.workers.add(range(first, first + len(handle.instances)), None)
         self.table.add_instances(len(handle.instances))
         new.spec = replace(new.spec, cpu_affinity=handle.spec.cpu_affinity, display=handle.spec.display)
         handle.retiring, handle.replacement, new.takes_over = True, new, handle

@@ -25,7 +25,7 @@ class Discrete(GripperActionMode):
         """As upstream: a change of state grasps the task's graspable objects in reach (closing) or releases
         (opening); the fingers move within the simulation steps of this action."""
         assert_action_shape(action, self.action_shape(scene))
-        is_open = float(scene.gripper_joints[0] / 0.04 > 0.9)
+        is_open = float(scene.gripper_is_open())
         action = float(action[0] > 0.5)
         if action != is_open:
             if action == 0.0 and self._attach_grasped_objects:

@@ -96,6 +96,9 @@ class Scene(object):
         self.task.step()
         self.episode_steps += 1
 
+    def gripper_is_open(self) -> bool:
+        return self.gripper_joints[0] / 0.04 > 0.9  # upstream: every finger's open amount above 0.9
+
     def grasp(self, obj) -> bool:
         if np.linalg.norm(obj.get_position() - self.gripper_pose[:3]) < GRASP_RADIUS and obj not in self.grasped:
             self.grasped.append(obj)
@@ -183,7 +186,7 @@ class Scene(object):
         images = {}
         for index, camera in enumerate(CAMERAS):
             images.update(self._camera(index, camera, getattr(c, f"{camera}_camera")))
-        gripper_open = 1.0 if self.gripper_joints[0] / 0.04 > 0.9 else 0.0
+        gripper_open = 1.0 if self.gripper_is_open() else 0.0
         obs = Observation(
             joint_velocities=self.joint_velocities.copy() if c.joint_velocities else None,
             joint_positions=self.joint_positions.copy() if c.joint_positions else None,
