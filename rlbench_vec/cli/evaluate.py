@@ -69,6 +69,7 @@ class Evaluation:
     def __init__(self, config: EvaluateConfig, out: Path, done: list[dict[str, Any]]):
         self.config, self.out = config, out
         self.finished = list(done)
+        self.successes = sum(bool(e["success"]) for e in done)
         self.total = len(config.tasks) * config.episodes
         self.log = EpisodeLog(out)
         self.invalid = sum(bool(e.get("invalid_action")) for e in done)
@@ -78,8 +79,7 @@ class Evaluation:
         self.videos = Videos(out, config.video)
 
     def show(self, description: str) -> None:
-        wins = sum(bool(e["success"]) for e in self.finished)
-        rate = f"{100 * wins / len(self.finished):.1f}%" if self.finished else "-"
+        rate = f"{100 * self.successes / len(self.finished):.1f}%" if self.finished else "-"
         self.progress.update(description, len(self.finished), self.total, len(self.finished),
                              f"success {rate}, invalid actions {self.invalid}, reruns {self.reruns}", "episodes")
 
@@ -99,26 +99,20 @@ class Evaluation:
             stop_if_disk_full(str(error), self.out)
             raise
         self.finished.append(line)
+        self.successes += success
 
     # ------------------------------------------------------------------ one vector env
     def run(self, pending: EpisodeQueue) -> None:
         """Every pending episode on one vector env."""
         config = self.config
         first = pending.first(config.num_envs)
-        n = len(first)
         record = VideoConfig(directory=str(self.videos.raw), cameras=("front",)) if self.videos.wanted else False
-        vector = VectorConfig(num_envs=n, seed=config.seed, autoreset_mode="disabled", record=record)
+        vector = VectorConfig(num_envs=len(first), seed=config.seed, autoreset_mode="disabled", record=record)
         with RLBenchVectorEnv.from_config(config.env_config([p.task for p in first]), vector) as env:
             policy = make_policy(config.policy, env)
             running: dict[int, Running] = {}
-            obs, info = env.reset(seed=[p.seed for p in first],
-                                  options={"env_options": [self._options(p) for p in first]})
-            for env_id, p in enumerate(first):
-                running[env_id] = Running(p, time.perf_counter())
-                self.videos.started(env_id, p)
-            policy.reset(np.arange(n))
-            self._act(env, policy, running, pending, obs, {**info, "env_id": np.arange(n)}, np.zeros(n),
-                      np.zeros(n, bool))
+            # every env starts on its own: one whose first reset is quick need not wait for the slowest
+            self._start(env, policy, running, [(env_id, p, 0) for env_id, p in enumerate(first)])
             while self.in_flight:
                 obs, reward, terminated, truncated, info = env.recv(min_envs=1)
                 self.in_flight -= len(reward)
