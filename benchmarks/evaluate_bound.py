@@ -137,7 +137,7 @@ def main() -> None:
     parser.add_argument("--sched_batch", type=int, nargs="+", default=[0], choices=[0, 1],
                         help="1: the processes run as SCHED_BATCH, as the engine's workers do; each a run")
     parser.add_argument("--round_trip", type=int, nargs="+", default=[0], choices=[0, 1],
-                        help="1: a round trip to the main process after each step; each a run")
+                        help="1: a round trip to the main process before each step; each a run")
     parser.add_argument("--json", default=None, help="write the results here")
     args = parser.parse_args()
     config = EvaluateConfig(tasks=tuple(n for given in args.tasks for n in task_list(given)), episodes=args.episodes,

@@ -36,4 +36,5 @@ def test_the_bound_runs_the_evaluations_episodes(tmp_path):
         assert run["steps"] == sum(e["steps"] for e in episodes)
         assert run["successes"] == sum(e["success"] for e in episodes) == 4
         phases = run["reset_seconds_summed"] + run["act_seconds_summed"] + run["write_seconds_summed"]
-        assert 0 < phases <= run["episode_seconds_summed"]
+        rounding = 0.002  # each of the four sums is rounded to the millisecond
+        assert 0 < phases <= run["episode_seconds_summed"] + rounding
