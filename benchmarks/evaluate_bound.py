@@ -26,7 +26,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from rlbench_vec.cli import ArgumentParser, positive, run_main
-from rlbench_vec.cli.evaluate_config import EpisodeQueue, EvaluateConfig, Planned, plan, variation_count
+from rlbench_vec.cli.evaluate_config import EvaluateConfig, checked, for_envs
+from rlbench_vec.cli.evaluate_plan import EpisodeQueue, Planned, plan, variation_counts
 from rlbench_vec.config import CAMERAS, MODALITIES, EnvConfig
 from rlbench_vec.task_names import task_list
 
@@ -82,10 +83,11 @@ def serve(connection: Connection, env_config: EnvConfig, index: int, max_steps: 
 def run(config: EvaluateConfig, num_envs: int, batch: bool, round_trip: bool) -> dict[str, Any]:
     """Every episode of `config` over num_envs processes; wall time from the first process's start to the last
     episode's end."""
-    episodes = [p for task in config.tasks for p in plan(config, task, int(variation_count(config, task) or 1))]
-    pending = EpisodeQueue(episodes)
+    config, every_task = checked(config)
+    counts = variation_counts(every_task)
+    pending = EpisodeQueue(p for task in config.tasks for p in plan(config, task, counts[task]))
     first = pending.first(num_envs)
-    env_config = config.env_config([p.task for p in first])
+    env_config = for_envs(every_task, [p.task for p in first])
     context = multiprocessing.get_context("spawn")
     started = time.perf_counter()
     connections, processes, running = [], [], {}

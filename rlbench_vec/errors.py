@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RLBenchVecError(Exception):
     """Base class of every error this package raises on purpose."""
@@ -24,15 +26,30 @@ class BackendUnavailableError(RLBenchVecError, RuntimeError):
 
 
 class WorkerError(RLBenchVecError, RuntimeError):
-    """The backend raised inside a worker. Carries the env index and the worker's traceback."""
+    """The backend raised inside a worker. Carries the env index, the message and the worker's traceback. Raised
+    by a step, step_wait or recv whose batch held it (the first such env's), it also carries that call's whole
+    result in `result` (every row; the failed envs' episodes are over, their outcomes zero) and every failed
+    env's error in `errors`, so a caller can go on with the others."""
 
     def __init__(self, env_index: int, message: str, worker_traceback: str = ""):
         self.env_index = env_index
+        self.message = message
         self.worker_traceback = worker_traceback
+        self.result: Any = None
+        self.errors: list[WorkerError] = [self]
         text = f"env {env_index}: {message}"
         if worker_traceback:
             text += f"\n--- worker traceback ---\n{worker_traceback.rstrip()}"
         super().__init__(text)
+
+
+class PolicyError(RLBenchVecError, RuntimeError):
+    """The policy an evaluation scores raised (its factory, act or act.reset): the run stops, what finished is kept."""
+
+
+class PolicyOutputError(ConfigError):
+    """The policy an evaluation scores returned something that is no batch of actions of the env's shape: a
+    programming error, not an outcome to score."""
 
 
 class WorkerStartError(WorkerError):

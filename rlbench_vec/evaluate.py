@@ -9,8 +9,9 @@ if __name__ == "__main__":  # a signal while the modules below load ends the com
 from .cli import run_main  # noqa: E402
 from .cli.evaluate import evaluate, main  # noqa: E402
 from .cli.evaluate_config import EvaluateConfig  # noqa: E402
+from .cli.evaluate_folder import rebuild  # noqa: E402
 
-__all__ = ["EvaluateConfig", "evaluate", "main"]
+__all__ = ["EvaluateConfig", "evaluate", "main", "rebuild"]
 
 if __name__ == "__main__":
     run_main(main, "python -m rlbench_vec.evaluate", on_interrupt=": the finished episodes are kept")

@@ -279,9 +279,7 @@ class RLBenchVectorEnv(VectorEnv):
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or not 1 <= count <= waiting:
             raise ConfigError(f"min_envs must be an integer in [1, {waiting}] (envs in flight), got {min_envs!r}.")
         batch = self._collect(False, int(count), timeout)
-        result = self._output.result(batch, bool(self._chunked[batch.envs].any()))
-        result[4]["env_id"] = batch.envs.copy()
-        return result
+        return self._output.result(batch, bool(self._chunked[batch.envs].any()), env_ids=batch.envs)
 
     # ------------------------------------------------------------------ calls, demos
     def _call_ids(self, env_ids: Any, what: str) -> np.ndarray:

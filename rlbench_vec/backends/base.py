@@ -88,6 +88,12 @@ class Backend(ABC):
         return []
 
     @classmethod
+    def task_variation_count(cls, config: EnvConfig) -> int | None:
+        """How many variations config.one_task has, known without starting the simulator; None where only a
+        started env can tell (get_attr("variation_count")). The default: the class's variation_count."""
+        return cls.variation_count
+
+    @classmethod
     def default_low_dim(cls, config: EnvConfig) -> tuple[str, ...]:
         """The low-dim fields observed when the user names none."""
         return DEFAULT_LOW_DIM

@@ -27,13 +27,10 @@ import functools
 import json
 import sys
 import time
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..backends import list_tasks
 from ..config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, VectorConfig
@@ -44,15 +41,17 @@ from ..errors import WorkerError
 from ..vector_env import RLBenchVectorEnv
 from . import ArgumentParser, non_negative, positive
 from .collect_config import DATASET_ARGUMENTS, CollectConfig, checked_variations, known_variation_count
-from .runs import ProgressBar, check_same_arguments, parsed_flags, run_stoppable, stop_if_disk_full, write_json
+from .runs import (
+    ProgressBar,
+    check_same_arguments,
+    job_seed,
+    parsed_flags,
+    run_stoppable,
+    stop_if_disk_full,
+    write_json,
+)
 
 SUMMARY_FILE = "collect_summary.json"
-
-def job_seed(seed: int, episode: Episode, attempt: int) -> int:
-    """The demo seed of one attempt at one job."""
-    entropy = [seed, zlib.crc32(episode.task.encode()), episode.variation, episode.episode, attempt]
-    return int(np.random.SeedSequence(entropy).generate_state(1)[0])
-
 
 @dataclass
 class Job:

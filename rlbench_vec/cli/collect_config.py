@@ -11,7 +11,6 @@ from typing import Any
 
 from ..backends import backend_class, list_tasks
 from ..backends.base import Backend
-from ..backends.mujoco.backend import task_class
 from ..config import CAMERAS, EnvConfig, integer
 from ..datasets.writers import FORMATS
 from ..errors import ConfigError
@@ -126,9 +125,9 @@ def default_writers(num_envs: int) -> int:
 
 
 def known_variation_count(config: EnvConfig) -> int | None:
-    """How many variations the task has where the main process knows it without a simulator (mujoco); None
-    where only a started env can tell (get_attr("variation_count"))."""
-    return task_class(config).variation_count if config.backend == "mujoco" else None
+    """How many variations the task has where the main process knows it without a simulator (the backend's
+    task_variation_count: mujoco); None where only a started env can tell (get_attr("variation_count"))."""
+    return backend_class(config.backend).task_variation_count(config)
 
 
 def checked_variations(config: CollectConfig, task: str, count: int) -> int:

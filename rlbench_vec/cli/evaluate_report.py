@@ -1,19 +1,12 @@
-"""What `evaluate` writes: the episodes as they end (episodes.jsonl, read back to resume), the scores with
-Wilson intervals (results.json) and the table papers print (results.md, and stdout)."""
+"""What `evaluate` reports, derived from its run folder's log: the scores with Wilson intervals and the counts
+(results.json) and the table papers print (results.md, and stdout)."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-
-EPISODES_FILE = "episodes.jsonl"
-RESULTS_FILE = "results.json"
-TABLE_FILE = "results.md"
 Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval
 
 
@@ -28,42 +21,6 @@ def wilson(successes: int, episodes: int) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def read_episodes(out: Path) -> list[dict[str, Any]]:
-    """The episodes a run (or the runs before a resume) finished. A last line cut by a crash is dropped: its
-    episode runs again."""
-    path = out / EPISODES_FILE
-    if not path.is_file():
-        return []
-    episodes = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        try:
-            episodes.append(json.loads(line))
-        except json.JSONDecodeError:
-            if number != len(path.read_text().splitlines()):
-                raise ConfigError(f"{path} line {number} is not JSON: it is not an evaluation's episodes file; "
-                                  "choose another --out.") from None
-    return episodes
-
-
-class EpisodeLog:
-    """episodes.jsonl, one line appended and flushed per finished episode."""
-
-    def __init__(self, out: Path):
-        self.path = out / EPISODES_FILE
-        if self.path.is_file():  # a last line cut short by a stop: dropped (read_episodes skipped it)
-            content = self.path.read_bytes()
-            with self.path.open("r+b") as file:
-                file.truncate(content.rfind(b"\n") + 1)
-        self.file = self.path.open("a")
-
-    def write(self, record: dict[str, Any]) -> None:
-        self.file.write(json.dumps(record) + "\n")
-        self.file.flush()
-
-    def close(self) -> None:
-        self.file.close()
-
-
 def scores(tasks: Iterable[str], episodes: list[dict[str, Any]]) -> dict[str, Any]:
     """Per task: episodes, successes, success_rate and ci95; and the mean of the task rates."""
     table: dict[str, dict[str, Any]] = {}
@@ -76,6 +33,37 @@ def scores(tasks: Iterable[str], episodes: list[dict[str, Any]]) -> dict[str, An
                        "ci95": [round(low, 4), round(high, 4)]}
     rates = [row["success_rate"] for row in table.values() if row["success_rate"] is not None]
     return {"tasks": table, "mean_success": round(sum(rates) / len(rates), 4) if rates else None}
+
+
+def summary(header: dict[str, Any], runs: list[dict[str, Any]], episodes: list[dict[str, Any]],
+            ignored: int = 0) -> dict[str, Any]:
+    """results.json from a run folder's log: the scores, and counts over every run of the folder."""
+    scored = header["scored"]
+    per_run: dict[int, dict[str, Any]] = {}
+    for record in runs:
+        run = per_run.setdefault(record["run"], {"num_envs_used": 0, "episodes": 0, "seconds": 0.0})
+        if record["record"] == "run":
+            run.update(command=record["command"], num_envs=record["num_envs"])
+        elif record["record"] == "envs":
+            run["num_envs_used"] = max(run["num_envs_used"], record["num_envs"])
+        run["seconds"] = max(run["seconds"], record.get("at", 0.0))
+    for episode in episodes:
+        run = per_run.setdefault(episode["run"], {"num_envs_used": 0, "episodes": 0, "seconds": 0.0})
+        run["episodes"] += 1
+        run["seconds"] = max(run["seconds"], episode["at"])
+    last = per_run[max(per_run)] if per_run else {}
+    return {
+        **scores(scored["tasks"], episodes), "command": last.get("command", ""), "backend": scored["backend"],
+        "policy": scored["policy"], "policy_identity": header["policy_identity"], "version": header["version"],
+        "episodes_per_task": scored["episodes"],
+        "invalid_actions": sum("invalid_action" in e for e in episodes),
+        "backend_errors": sum("backend_error" in e for e in episodes),
+        "reruns": sum(e.get("reruns", 0) for e in episodes),
+        "num_envs": max((run["num_envs_used"] for run in per_run.values()), default=0),
+        "seconds": round(sum(run["seconds"] for run in per_run.values()), 3),
+        "runs": [{"run": n, **run} for n, run in sorted(per_run.items())], "config": scored,
+        "finished": len(episodes) == len(scored["tasks"]) * scored["episodes"], "ignored_log_records": ignored,
+    }
 
 
 def markdown(result: dict[str, Any]) -> str:

@@ -1,37 +1,64 @@
-"""The policies `evaluate` scores: the oracle, random actions, or an agent loaded from a file or a module.
+"""The policies `evaluate` scores: the oracle, random actions, or an agent loaded from a file or a module, each
+with its identity (what a resumed run folder must match), and the check of what a policy returns.
 
 An agent is a factory `NAME` in `FILE.py` or `package.module`, called with the vector env (its spaces and
 `env_config`) when it takes an argument, else with none. It returns a callable `act(obs, info) -> actions`:
-obs holds the rows of the envs to act (batched as the vector env's observations), info["env_id"] which envs
-they are, info["task"], info["descriptions"], info["variation"] and info["step"] one entry per row; actions
-is (rows, action size), a numpy array or a torch tensor. An optional `reset(env_ids)` on what it returns is
-called as those envs start new episodes (a stateful agent forgets them there).
+obs holds the rows of the envs to act (batched as the vector env's observations, copies that stay valid),
+info["env_id"] which envs they are, info["task"], info["descriptions"], info["variation"], info["episode"] and
+info["step"] one entry per row; actions is (rows, action size), a numpy array or a torch tensor. An optional
+`reset(env_ids)` on what it returns is called as those envs start new episodes. The factory's optional
+`identity` attribute (a JSON value, or a callable returning one: a checkpoint's sha256) joins the identity.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import inspect
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, PolicyError, PolicyOutputError
+
+BUILT_IN = ("oracle", "random")
 
 
 class Policy:
-    """What the evaluation drives: act on some envs' observations, forget envs that start new episodes."""
+    """What the evaluation drives: act on some envs' observations, forget envs that start new episodes. A
+    policy's exception becomes a PolicyError (its traceback chained)."""
 
     def __init__(self, act: Callable[[Any, dict[str, Any]], Any], reset: Callable[[np.ndarray], Any] | None = None):
-        self.act, self._reset = act, reset
+        self._act, self._reset = act, reset
+
+    def act(self, obs: Any, info: dict[str, Any]) -> Any:
+        with raised_by_policy("act(obs, info)"):
+            return self._act(obs, info)
 
     def reset(self, env_ids: np.ndarray) -> None:
         if self._reset is not None:
-            self._reset(env_ids)
+            with raised_by_policy("act.reset(env_ids)"):
+                self._reset(env_ids)
+
+
+class raised_by_policy:  # noqa: N801 - used as a with-statement, like contextlib's
+    """Turns an exception the policy's code raises into a PolicyError in one line."""
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        if isinstance(error, Exception) and not isinstance(error, PolicyOutputError):
+            raise PolicyError(f"the policy's {self.where} raised {type(error).__name__}: {error}; finished episodes "
+                              "are kept; run the same command to resume (--debug shows the traceback)") from error
 
 
 def oracle(env: Any) -> Policy:
@@ -40,14 +67,59 @@ def oracle(env: Any) -> Policy:
     return Policy(lambda obs, info: np.zeros((len(info["env_id"]), size), np.float32))
 
 
-def random_actions(env: Any) -> Policy:
-    """Samples of the env's action space, each a valid action (its bounds; unit quaternions)."""
+def random_actions(env: Any, seed: int) -> Policy:
+    """Samples of the env's action space, each a valid action (its bounds; unit quaternions). Row r's sample comes
+    from (seed, its task, episode, step) alone: the same actions whatever the envs and the order they act in."""
     space = env.single_action_space
-    return Policy(lambda obs, info: np.stack([space.sample() for _ in info["env_id"]]))
+
+    def act(obs: Any, info: dict[str, Any]) -> np.ndarray:
+        rows = []
+        for task, episode, step in zip(info["task"], info["episode"], info["step"]):
+            entropy = [seed, zlib.crc32(task.encode()), episode, step]
+            space.seed(int(np.random.SeedSequence(entropy).generate_state(1)[0]))
+            rows.append(space.sample())
+        return np.stack(rows)
+
+    return Policy(act)
 
 
-def _load(spec: str) -> Callable[..., Any]:
-    """The factory `spec` names: FILE.py:NAME or package.module:NAME."""
+class PolicySource:
+    """The policy `spec` names, loaded once: its identity (recorded as a run folder's first record) and `make`."""
+
+    def __init__(self, spec: str):
+        self.spec = spec
+        self.factory: Callable[..., Any] | None = None
+        self.identity: dict[str, Any] = {}  # a built-in policy: the package version identifies it
+        if spec not in BUILT_IN:
+            self.factory, source = _load(spec)
+            self.identity["sha256"] = hashlib.sha256(source.read_bytes()).hexdigest()
+            self.identity["file"] = str(source)
+            extra = getattr(self.factory, "identity", None)
+            if extra is not None:
+                with raised_by_policy("factory's identity"):
+                    self.identity["factory"] = extra() if callable(extra) else extra
+
+    def make(self, env: Any, seed: int) -> Policy:
+        """The policy for this vector env."""
+        if self.spec == "oracle":
+            return oracle(env)
+        if self.spec == "random":
+            return random_actions(env, seed)
+        assert self.factory is not None
+        try:
+            takes_env = bool(inspect.signature(self.factory).parameters)
+        except (TypeError, ValueError):  # a builtin or C callable: give it the env
+            takes_env = True
+        with raised_by_policy("factory"):
+            agent = self.factory(env) if takes_env else self.factory()
+        if not callable(agent):
+            raise PolicyOutputError(f"--policy {self.spec!r}: the factory returned a {type(agent).__name__}, not a "
+                                    "callable act(obs, info) -> actions.")
+        return Policy(agent, getattr(agent, "reset", None))
+
+
+def _load(spec: str) -> tuple[Callable[..., Any], Path]:
+    """The factory `spec` names (FILE.py:NAME or package.module:NAME) and the file that holds it."""
     where, _, name = spec.rpartition(":")
     if not where or not name:
         raise ConfigError(f"--policy {spec!r}: give oracle, random, FILE.py:NAME or package.module:NAME.")
@@ -64,49 +136,30 @@ def _load(spec: str) -> Callable[..., Any]:
         else:
             module = importlib.import_module(where)
         factory = getattr(module, name)
+        source = Path(inspect.getsourcefile(module) or "")
     except Exception as error:  # whatever the user's module raises while it loads
         raise ConfigError(f"--policy {spec!r} does not load: {type(error).__name__}: {error}") from None
     if not callable(factory):
         raise ConfigError(f"--policy {spec!r}: {name} is a {type(factory).__name__}, not a factory to call.")
-    return factory
-
-
-def check_loads(spec: str) -> None:
-    """Load an agent's factory now, so that one that does not load fails before anything starts."""
-    if spec not in ("oracle", "random"):
-        _load(spec)
-
-
-def make_policy(spec: str, env: Any) -> Policy:
-    """The policy `spec` names, for this vector env."""
-    if spec == "oracle":
-        return oracle(env)
-    if spec == "random":
-        return random_actions(env)
-    factory = _load(spec)
-    try:
-        takes_env = bool(inspect.signature(factory).parameters)
-    except (TypeError, ValueError):  # a builtin or C callable: give it the env
-        takes_env = True
-    agent = factory(env) if takes_env else factory()
-    if not callable(agent):
-        raise ConfigError(f"--policy {spec!r}: the factory returned a {type(agent).__name__}, not a callable "
-                          "act(obs, info) -> actions.")
-    return Policy(agent, getattr(agent, "reset", None))
+    if not source.is_file():
+        raise ConfigError(f"--policy {spec!r}: its module has no source file to identify it by; name a .py file.")
+    return factory, source
 
 
 def as_actions(values: Any, rows: int, size: int) -> tuple[np.ndarray, list[str]]:
-    """A policy's output as float32 (rows, size), and per row why it is no action ("" when it is one): the
-    wrong shape fails every row, a NaN or inf its own row."""
+    """A policy's output as float32 (rows, size), and per row why it is no action ("" when it is one): a NaN or
+    inf fails its own row (the model's output, scored as an invalid action); anything that is not (rows, size)
+    numbers raises PolicyOutputError (a programming error, never a score)."""
     if hasattr(values, "detach"):  # a torch tensor, on any device
         values = values.detach().cpu().numpy()
+    expected = f"expected ({rows}, {size}): a row per env in obs, the env's action size each"
     try:
         array = np.asarray(values, dtype=np.float32)
     except (TypeError, ValueError) as error:
-        return np.zeros((rows, size), np.float32), [f"the policy returned no numbers: {error}"] * rows
+        raise PolicyOutputError(f"the policy returned {type(values).__name__} that is no array of numbers ({error}); "
+                                f"{expected}.") from None
     if array.shape != (rows, size):
-        why = f"the policy returned actions of shape {array.shape}, not ({rows}, {size})"
-        return np.zeros((rows, size), np.float32), [why] * rows
+        raise PolicyOutputError(f"the policy returned actions of shape {array.shape}; {expected}.")
     finite = np.asarray(np.isfinite(array).all(axis=1))
-    reasons = ["" if ok else "the policy returned NaN or inf" for ok in finite.tolist()]
+    reasons = ["" if ok else "policy: NaN or inf in the action" for ok in finite.tolist()]
     return np.where(finite[:, None], array, 0.0).astype(np.float32), reasons

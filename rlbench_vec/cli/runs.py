@@ -1,6 +1,6 @@
 """What the commands that run a list of jobs into a folder share (`collect`, `evaluate`): the progress bar,
 stopping at a full disk, the check that a resumed folder was started with the same arguments, and a JSON
-summary replaced whole."""
+summary replaced whole, each job's seed."""
 
 from __future__ import annotations
 
@@ -11,11 +11,15 @@ import os
 import shlex
 import sys
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ..datasets.writers import Episode
 from ..errors import ConfigError, DatasetError
 from . import stopped_status
 
@@ -70,6 +74,13 @@ class ProgressBar:
     def stop(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+def job_seed(seed: int, episode: Episode, attempt: int) -> int:
+    """The seed of one attempt at one job (a demo to collect, an episode to score): the same whatever the number
+    of envs, the order of completion or the resumes."""
+    entropy = [seed, zlib.crc32(episode.task.encode()), episode.variation, episode.episode, attempt]
+    return int(np.random.SeedSequence(entropy).generate_state(1)[0])
 
 
 def stop_if_disk_full(error: str, out: Path) -> None:
@@ -135,6 +146,16 @@ def run_stoppable(run: Callable[..., dict[str, Any]], config: Any, module: str, 
 
 def write_json(path: Path, content: Any) -> None:
     """Replace the file whole (a reader never sees half of it)."""
+    write_whole(path, json.dumps(content, indent=2) + "\n")
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Replace the file whole, through a temporary file renamed over it: a reader, or a full disk, never leaves
+    half of it; the temporary file does not outlive a failure."""
     temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(content, indent=2) + "\n")
-    temporary.replace(path)
+    try:
+        temporary.write_text(text)
+        temporary.replace(path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise

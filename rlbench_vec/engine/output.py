@@ -51,7 +51,9 @@ class Output:
         if self.to_tensors is not None:
             self.to_tensors.wait_copies(page)
 
-    def result(self, batch: Batch, chunked: bool):
+    def result(self, batch: Batch, chunked: bool, env_ids: np.ndarray | None = None):
+        """The user's result of a batch (info["env_id"]: a copy of env_ids, where given). A worker error in it is
+        raised, the first, carrying the whole result (WorkerError.result) and every error (.errors)."""
         page = self.pages[batch.page]
         on_device = self.on_device
         copy = self.copy_obs and not on_device  # leaving the device copies already
@@ -66,6 +68,12 @@ class Output:
         if self.to_tensors is not None:
             whole = batch.rows == self.num_envs and not self.copy_obs
             result = self.to_tensors(result, batch.page, whole)
+        if env_ids is not None:
+            result[4]["env_id"] = env_ids.copy()
+        if batch.errors:  # the first, with the whole result: every env's state is already settled
+            first = batch.errors[0]
+            first.result, first.errors = result, list(batch.errors)
+            raise first
         return result
 
     def close(self) -> None:

@@ -94,10 +94,7 @@ def assemble(batch: Batch, obs: Mapping[str, np.ndarray], outcome: np.ndarray,
              chunk: Mapping[str, np.ndarray] | None, chunked: bool, copy: bool):
     """The user's result for a batch. obs / chunk: the page's arrays (views of shared memory), obs
     maybe already cut to the batch's rows. Observations are views of rows [0, rows) unless `copy`.
-    Raises the first worker error after everything else was computed (the caller has already settled
-    every env's state)."""
-    if batch.errors:
-        raise batch.errors[0]
+    The batch's worker errors are the caller's to raise (Output.result)."""
     rows = batch.rows
     reward, terminated, truncated, executed = outcomes(outcome, batch, chunked)
     if copy:

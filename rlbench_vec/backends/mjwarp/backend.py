@@ -79,6 +79,10 @@ class MjwarpBackend(Backend):
         return sorted(TASKS)
 
     @classmethod
+    def task_variation_count(cls, config: EnvConfig) -> int:
+        return task_class(config).variation_count
+
+    @classmethod
     def envs_per_worker(cls, config: EnvConfig, num_envs: int, requested: int | None) -> int:
         """Every env in one worker: the worlds share one simulator."""
         if requested is not None and requested < num_envs:

@@ -178,6 +178,10 @@ class MujocoBackend(Backend):
         return sorted(TASKS)
 
     @classmethod
+    def task_variation_count(cls, config: EnvConfig) -> int:
+        return task_class(config).variation_count
+
+    @classmethod
     def needs_display(cls, config: EnvConfig) -> bool:
         return resolve_renderer(config) == "glfw"
 

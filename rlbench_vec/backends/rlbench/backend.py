@@ -53,6 +53,11 @@ class RLBenchBackend(Backend):
         return task_names()
 
     @classmethod
+    def task_variation_count(cls, config: EnvConfig) -> None:
+        """None: a task's variation count is its Python method, which only a loaded RLBench can run."""
+        return None
+
+    @classmethod
     def envs_per_worker(cls, config: EnvConfig, num_envs: int, requested: int | None) -> int:
         """One env per worker, however many cores: PyRep runs one CoppeliaSim per process."""
         if requested not in (None, 1):

@@ -1,0 +1,202 @@
+"""An evaluation's run folder: one append-only log (log.jsonl) whose first record is what is scored, the check
+that a resumed folder scores the same, and results.json / results.md derived from the log.
+
+log.jsonl holds one JSON record per line, each appended whole by one write to a file opened for appending
+(so records of several writers never interleave, and a kill leaves at most a cut last line, dropped on reading):
+- {"record": "evaluation", ...}: first, once: the scored arguments, the package version, the policy's identity
+  and each task's variation count (with the scored arguments, the plan of every episode's variation and seed).
+- {"record": "run", "run": n, "command", "num_envs", "started"}: each start or resume of the folder.
+- {"record": "envs", "run": n, "num_envs"}: each vector env a run made, with the envs it used.
+- {"record": "episode", "run": n, "at": seconds into the run, task, episode, variation, seed, success, ...}.
+- {"record": "end", "run": n, "at", "finished"}: a run that ended without being killed.
+Only episodes of the plan count, each once (its first record). Every number of results.json comes from the log:
+`rebuild(out)` writes them again.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, DatasetError
+from .evaluate_config import EvaluateConfig
+from .evaluate_plan import plan
+from .evaluate_report import markdown, summary
+from .runs import stop_if_disk_full, write_json, write_whole
+
+LOG_FILE = "log.jsonl"
+RESULTS_FILE = "results.json"
+TABLE_FILE = "results.md"
+OLD_LOG = "episodes.jsonl"  # the log of rlbench_vec 0.2's evaluate, which kept no record of what it scored
+
+
+def package_version() -> str:
+    try:
+        return importlib.metadata.version("rlbench_vec")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@dataclass
+class Log:
+    """What a run folder's log holds, read back: its first record, the runs, and the planned episodes, each once."""
+
+    header: dict[str, Any] | None = None
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    episodes: list[dict[str, Any]] = field(default_factory=list)
+    ignored: int = 0  # episode records outside the plan or repeated
+
+
+def read_log(out: Path, planned: Iterable[tuple[str, int, int, int]] | None = None) -> Log:
+    """The log of `out` (an empty Log where there is none). planned: the (task, episode, variation, seed) that
+    count (None: the plan the first record gives); other episode records and repeats are left out, counted."""
+    path = out / LOG_FILE
+    log = Log()
+    if not path.is_file():
+        if (out / OLD_LOG).is_file():
+            raise ConfigError(f"{out} holds an evaluation of an older rlbench_vec ({OLD_LOG}, with no record of what "
+                              "it scored): choose another --out.")
+        return log
+    lines = path.read_bytes().split(b"\n")
+    records = []
+    for number, line in enumerate(lines[:-1], start=1):  # the last piece has no newline: empty, or cut by a kill
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise ConfigError(f"{path} line {number} is not JSON: this folder's log is damaged; choose another --out "
+                              "(the results can be rebuilt only from a whole log).") from None
+    if records and records[0].get("record") == "evaluation":
+        log.header = records[0]
+    elif records:
+        raise ConfigError(f"{path} does not start with an evaluation's record: it is no run folder of evaluate; "
+                          "choose another --out.")
+    if planned is None and log.header is not None:
+        planned = header_plan(log.header)
+    wanted = {(task, episode): (variation, seed) for task, episode, variation, seed in planned or ()}
+    seen = set()
+    for record in records[1:]:
+        kind = record.get("record")
+        if kind in ("run", "envs", "end"):
+            log.runs.append(record)
+        elif kind == "episode":
+            key = (record.get("task"), record.get("episode"))
+            if key in seen or wanted.get(key) != (record.get("variation"), record.get("seed")):
+                log.ignored += 1
+            else:
+                seen.add(key)
+                log.episodes.append(record)
+    return log
+
+
+def header_plan(header: dict[str, Any]) -> list[tuple[str, int, int, int]]:
+    """The (task, episode, variation, seed) of every planned episode, from a log's first record."""
+    scored: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value
+                              for key, value in header["scored"].items()}
+    config = EvaluateConfig(**scored)
+    return [(p.task, p.episode, p.variation, p.seed) for task in config.tasks
+            for p in plan(config, task, header["variation_counts"][task])]
+
+
+def differences(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """What differs between two first records, one phrase each."""
+    said = []
+    for key in ("scored", "policy_identity", "variation_counts"):
+        old, new = before.get(key, {}), now[key]
+        for name in sorted(set(old) | set(new), key=lambda name: (name not in new, name)):
+            if old.get(name) != new.get(name):
+                what = "the policy's " + name if key == "policy_identity" else name
+                said.append(f"{what} {json.dumps(old.get(name))} then, {json.dumps(new.get(name))} now")
+    if before.get("version") != now["version"]:
+        said.append(f"rlbench_vec {before.get('version')} then, {now['version']} now")
+    return said
+
+
+class RunLog:
+    """The log of a run folder opened to append: the first record checked against (or written as) what this run
+    scores, a record per run, vector env and episode. A full disk raises DatasetError in one line; a record
+    that does not fit is cut off again, so the log stays whole and the folder resumable."""
+
+    def __init__(self, out: Path, header: dict[str, Any], planned: Iterable[tuple[str, int, int, int]]):
+        self.out, self.path = out, out / LOG_FILE
+        self.log = read_log(out, planned)
+        differ = differences(self.log.header, header) if self.log.header is not None else []
+        if differ:
+            raise ConfigError(f"{out} was started to score something else ({'; '.join(differ)}): resume with the "
+                              "same command, or choose another --out.")
+        self.started = time.perf_counter()
+        self.run = sum(record["record"] == "run" for record in self.log.runs)
+        self.fd: int | None = None
+        out.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        size = os.fstat(self.fd).st_size
+        with open(self.path, "rb") as file:  # a last line cut by a kill: dropped (read_log left it out)
+            file.seek(max(0, size - 1))
+            if size and file.read(1) != b"\n":
+                content = self.path.read_bytes()
+                os.truncate(self.path, content.rfind(b"\n") + 1)
+        if self.log.header is None:
+            self.log.header = header
+            self.write(header)
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Append one record whole."""
+        assert self.fd is not None
+        data = (json.dumps(record) + "\n").encode()
+        size = os.fstat(self.fd).st_size
+        try:
+            if os.write(self.fd, data) != len(data):
+                raise OSError(28, os.strerror(28))  # ENOSPC: a short write means the disk filled up
+        except OSError as error:
+            os.ftruncate(self.fd, size)  # no cut record left behind
+            stop_if_disk_full(f"{error.strerror or error}", self.out)
+            raise DatasetError(f"cannot append to {self.path}: {error}; the finished episodes are kept.") from None
+
+    def add_run(self, command: str, num_envs: int) -> None:
+        self.write({"record": "run", "run": self.run, "command": command, "num_envs": num_envs,
+                    "started": round(time.time(), 3)})
+
+    def add(self, record: dict[str, Any], kind: str) -> None:
+        """An "episode" or "envs" record of this run, with the seconds into it."""
+        self.write({"record": kind, "run": self.run, "at": round(time.perf_counter() - self.started, 3), **record})
+        if kind == "episode":
+            self.log.episodes.append(record)
+
+    def close(self, finished: bool) -> None:
+        """The run's end record where the disk still takes it (else the last episode's time stands for it)."""
+        if self.fd is None:
+            return
+        try:
+            self.add({"finished": finished}, "end")
+        except (DatasetError, OSError):
+            pass
+        finally:
+            os.close(self.fd)
+            self.fd = None
+
+
+def write_results(out: Path, log: Log) -> dict[str, Any]:
+    """results.json and results.md from the log, each replaced whole; returns the results."""
+    assert log.header is not None
+    result = summary(log.header, log.runs, log.episodes, log.ignored)
+    try:
+        write_json(out / RESULTS_FILE, result)
+        write_whole(out / TABLE_FILE, markdown(result))
+    except OSError as error:
+        stop_if_disk_full(str(error), out)
+        raise
+    return result
+
+
+def rebuild(out: str | Path) -> dict[str, Any]:
+    """results.json and results.md of a run folder rebuilt from its log alone (`--report_only`)."""
+    folder = Path(out)
+    log = read_log(folder)
+    if log.header is None:
+        raise ConfigError(f"{folder} holds no evaluation's log ({LOG_FILE}): nothing to report.")
+    return write_results(folder, log)

@@ -1,0 +1,62 @@
+"""`evaluate(EvaluateConfig(...))`, the library function behind `python -m rlbench_vec.evaluate`: check what is
+scored against the run folder, run the pending episodes (evaluate_loop), derive the results from the log.
+
+- Episodes: episode k of task t always gets the same variation and reset seed (evaluate_plan), whatever the
+  number of envs and whichever env runs it, so a deterministic policy scores the same at 1 env and at 16.
+- Envs: one vector env for all tasks; where a reset cannot change an env's task (mjwarp: a simulator per task),
+  the envs are shared out between the tasks by their episodes (each task at least one env while there are as
+  many envs as tasks, else the rest in a next vector env), and each env runs the episodes of its own task.
+- The run folder (evaluate_folder): its log's first record is what is scored; a folder started with anything
+  else is refused before anything runs; results.json and results.md are derived from the log.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..backends import backend_class
+from .evaluate_config import EvaluateConfig, checked
+from .evaluate_folder import RunLog, package_version, read_log, write_results
+from .evaluate_loop import Evaluation
+from .evaluate_plan import EpisodeQueue, plan, variation_counts
+from .policies import PolicySource
+
+
+def evaluate(config: EvaluateConfig, command: str | None = None) -> dict[str, Any]:
+    """Score config.policy on every episode of `config` not yet in config.out's log; return the results, also
+    written to {out}/results.json and {out}/results.md. command: what the log records as this run's command
+    (default: the equivalent command line). A folder started to score anything else raises ConfigError naming
+    what differs, before anything runs."""
+    config, env_config = checked(config)
+    source = PolicySource(config.policy)
+    counts = variation_counts(env_config)
+    planned = [p for task in config.tasks for p in plan(config, task, counts[task])]
+    header = {"record": "evaluation", "scored": config.scored_arguments(), "version": package_version(),
+              "policy_identity": source.identity, "variation_counts": counts}
+    out = Path(config.out)
+    log = RunLog(out, header, [(p.task, p.episode, p.variation, p.seed) for p in planned])
+    finished = False
+    try:
+        log.add_run(command or config.command(), config.num_envs)
+        run = Evaluation(config, env_config, source, log, len(planned))
+        done = {(e["task"], e["episode"]) for e in log.log.episodes}
+        if done:
+            run.progress.say(f"resuming {out}: {len(done)} of {len(planned)} episodes are already there")
+        pending = EpisodeQueue((p for p in planned if (p.task, p.episode) not in done),
+                               pinned=backend_class(config.backend).task_change_reason is not None)
+        try:
+            while pending:
+                run.run(pending)
+            finished = True
+        finally:
+            run.show("done" if finished else "stopped")
+            run.progress.stop()
+    finally:
+        log.close(finished)
+        if not finished:  # the log is what counts; results written where the disk still takes them
+            try:
+                write_results(out, read_log(out))
+            except Exception:  # noqa: S110 - the error that stopped the run is the one to report
+                pass
+    return write_results(out, read_log(out))
