@@ -102,3 +102,16 @@ def close_and_check(envs: list[RLBenchVectorEnv], segments_before: set[str]) -> 
     assert not own_segments() - segments_before, "shared memory outlived close()"
     leftover = [p.pid for p in live_children() if p.pid in pids]
     assert not leftover, f"worker processes outlived close(): {leftover}"
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 512 KiB tmpfs: a disk that fills after a few episodes."""
+    mount = tmp_path / "small_disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)], capture_output=True,
+                          text=True)
+    if done.returncode:
+        pytest.skip(f"cannot mount a small tmpfs here (mounting needs root): {done.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)

@@ -350,19 +350,6 @@ def test_rlbench_backend_collects_every_variation_through_the_double(monkeypatch
     assert "rlbench" not in sys.modules and "pyrep" not in sys.modules, "the main process imported the simulator"
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 512 KiB tmpfs: a disk that fills after a few episodes."""
-    mount = tmp_path / "small_disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)], capture_output=True,
-                          text=True)
-    if done.returncode:
-        pytest.skip(f"cannot mount a small tmpfs here (mounting needs root): {done.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=True)
-
-
 @pytest.mark.parametrize("writers", ["0", "1"])
 def test_a_full_disk_stops_at_the_first_failure_with_one_line(small_disk, writers):
     """Writing in the workers (--writers 0) or in a writer process: the first 'No space left on device' ends

@@ -1,24 +1,31 @@
 """rlbench_vec.evaluate: the function and the command end to end on real backends at tiny image sizes: episodes'
 assignment independent of num_envs and of the backend (mjwarp: two tasks in one vector env), the oracle's success,
-videos of the first episodes, a policy from a file (invalid actions counted), resume, bad input in one line with
-nothing written."""
+videos of the first episodes, a policy from a file (invalid actions with their reasons), the run folder (a resume
+after SIGKILL or a full disk, anything else refused, results rebuilt from the log), policies' programming errors
+and backend errors, bad input in one line with nothing written."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import textwrap
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import imageio.v2 as imageio
 import pytest
 from conftest import needs
 
-from rlbench_vec.cli.evaluate_config import EpisodeQueue, Planned
-from rlbench_vec.evaluate import EvaluateConfig, evaluate
+from rlbench_vec.cli.evaluate import parse_args
+from rlbench_vec.cli.evaluate_plan import EpisodeQueue, Planned
+from rlbench_vec.cli.videos import whole_mp4
+from rlbench_vec.errors import ConfigError
+from rlbench_vec.evaluate import EvaluateConfig, evaluate, rebuild
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = {"cameras": ("front",), "image_size": (16, 16), "modalities": ("rgb",), "progress": False}
@@ -27,24 +34,33 @@ AGENT = textwrap.dedent("""
 
     def make_agent(env):
         size = env.single_action_space.shape[0]
+        kept = []  # what act() got in its last calls: it must not change after act() returned
 
-        class Agent:
-            resets = 0
+        def act(obs, info):
+            for given, copy in kept:
+                for key, value in copy.items():
+                    if not np.array_equal(given[key], value):
+                        raise AssertionError(f"obs[{key!r}] changed after act() returned")
+            kept[:] = [*kept[-3:], (obs, {key: np.array(value, copy=True) for key, value in obs.items()})]
+            actions = np.zeros((len(info["env_id"]), size), np.float32)
+            actions[[task == "open_drawer" for task in info["task"]]] = np.nan  # ends those as invalid
+            return actions
 
-            def __call__(self, obs, info):
-                actions = np.zeros((len(info["env_id"]), size), np.float32)
-                actions[[task == "open_drawer" for task in info["task"]]] = np.nan  # ends those as invalid
-                return actions
+        act.reset = lambda env_ids: None
+        return act
 
-            def reset(self, env_ids):
-                Agent.resets += len(env_ids)
-
-        return Agent()
+    make_agent.identity = lambda: {"checkpoint": "step-600"}
 """)
 
 
+def records(out: Path) -> list[dict]:
+    """The records of a run folder's log (a last line cut by a kill left out)."""
+    return [json.loads(line) for line in (out / "log.jsonl").read_text().split("\n")[:-1]]
+
+
 def lines(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    """The episode records of a run folder's log."""
+    return [record for record in records(out) if record["record"] == "episode"]
 
 
 def outcome(out: Path) -> list[tuple]:
@@ -132,31 +148,118 @@ def test_the_oracle_on_the_rlbench_backend_acts_rlbenchs_own_waypoints(monkeypat
         (0, 15), (1, 15), (2, 15)]
 
 
-def test_a_policy_from_a_file_with_invalid_actions_counted_and_a_resume(tmp_path):
-    (tmp_path / "agent.py").write_text(AGENT)
+def synthetic(tmp_path: Path, policy: str, episodes: int = 4, **options) -> list[str]:
+    """The flags of a quick evaluation on the synthetic backend: two tasks, episodes of 2 steps."""
+    return ["--policy", policy, "--tasks", "reach_target", "open_drawer", "--episodes", str(episodes),
+            "--num_envs", "2", "--backend", "synthetic", "--cameras", "front", "--image_size", "16", "16",
+            "--backend_options", json.dumps({"episode_length": 2, **options}), "--max_steps", "5",
+            "--out", str(tmp_path / "out")]  # progress as whole lines (stderr is no terminal)
+
+
+def config_of(args: list[str], **changes) -> EvaluateConfig:
+    config, _ = parse_args(args)
+    return replace(config, progress=False, **changes)
+
+
+def test_a_policy_file_killed_resumed_and_refused_for_anything_else(tmp_path):
+    """A policy from a file whose NaN actions are invalid actions with a reason, that keeps what act() got (and
+    would raise had it changed), killed with SIGKILL mid-run: a rerun with another seed, policy, episodes or an
+    edited policy file is refused in one line naming what differs, nothing run; the same command resumes."""
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
     out = tmp_path / "out"
-    args = ["--policy", f"{tmp_path / 'agent.py'}:make_agent", "--tasks", "reach_target", "open_drawer",
-            "--episodes", "4", "--num_envs", "2", "--backend", "synthetic", "--cameras", "front",
-            "--image_size", "16", "16", "--backend_options", '{"episode_length": 2}', "--max_steps", "5",
-            "--out", str(out)]  # progress as whole lines (stderr is no terminal)
-    done = command(*args)
-    assert done.returncode == 0, done.stderr
-    assert "| reach_target | 100.0 |" in done.stdout and "| open_drawer | 0.0 |" in done.stdout
-    assert "4 episodes ended as invalid actions" in done.stdout
+    args = synthetic(tmp_path, f"{agent}:make_agent", episodes=6, step_cost_s=0.05)
+    environ = {**os.environ, "PYTHONPATH": str(ROOT)}
+    killed = subprocess.Popen([sys.executable, "-m", "rlbench_vec.evaluate", *args], cwd=ROOT, env=environ,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while killed.poll() is None and (not (out / "log.jsonl").exists() or len(lines(out)) < 3):
+        time.sleep(0.05)
+    killed.kill()
+    killed.wait()
+    before = (out / "log.jsonl").read_bytes()
+    shutil.copytree(out, tmp_path / "killed")
+    assert 3 <= len(lines(out)) < 12 and not (out / "results.json").exists()
+    for change, said in [({"seed": 7}, "seed 0 then, 7 now"), ({"policy": "random"}, f'policy "{agent}:make_agent" '
+                         'then, "random" now'), ({"episodes": 5}, "episodes 6 then, 5 now")]:
+        with pytest.raises(ConfigError, match=re.escape(said)):
+            evaluate(config_of(args, **change))
+    agent.write_text(AGENT + "# fixed\n")
+    refused = command(*args)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "the policy's sha256" in refused.stderr and "resume with the same command" in refused.stderr
+    assert (out / "log.jsonl").read_bytes() == before  # nothing ran, nothing was written
+    agent.write_text(AGENT)
+    resumed = command(*args)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{len(lines(tmp_path / 'killed'))} of 12 episodes are already there" in resumed.stderr
+    assert sorted((e["task"], e["episode"]) for e in lines(out)) == [
+        (task, k) for task in ("open_drawer", "reach_target") for k in range(6)]
+    assert "| reach_target | 100.0 |" in resumed.stdout and "| open_drawer | 0.0 |" in resumed.stdout
+    assert "6 episodes ended as invalid actions" in resumed.stdout
+    assert {e["invalid_action"] for e in lines(out) if e["task"] == "open_drawer"} == {
+        "policy: NaN or inf in the action"}
     result = json.loads((out / "results.json").read_text())
-    assert result["invalid_actions"] == 4 and result["policy"].endswith("agent.py:make_agent")
-    nan = "the policy returned NaN or inf"
-    assert all(e["invalid_action"] == nan for e in lines(out) if e["task"] == "open_drawer")
-    # a run stopped after 5 episodes, its last line cut: the rerun runs the 3 others and no episode twice
-    kept = (out / "episodes.jsonl").read_text().splitlines()[:5]
-    (out / "episodes.jsonl").write_text("\n".join(kept) + '\n{"task": "reach')
-    again = command(*args)
-    assert again.returncode == 0, again.stderr
-    assert "5 of 8 episodes are already there" in again.stderr
-    assert sorted((e["task"], e["episode"]) for e in lines(out)) == sorted(
-        (task, k) for task in ("reach_target", "open_drawer") for k in range(4))
-    changed = command(*[a if a != "4" else "5" for a in args])
-    assert changed.returncode == 2 and "other arguments" in changed.stderr
+    assert result["invalid_actions"] == 6 and result["finished"] and len(result["runs"]) == 2
+    assert result["num_envs"] == 2 and result["policy_identity"]["factory"] == {"checkpoint": "step-600"}
+    # a repeated and an out-of-plan record in the log: neither counts, and the results rebuild from the log alone
+    episodes = lines(out)
+    with (out / "log.jsonl").open("a") as log:
+        for extra in ({**episodes[0], "success": not episodes[0]["success"]}, {**episodes[0], "episode": 6}):
+            log.write(json.dumps({"record": "episode", **extra}) + "\n")
+    (out / "results.json").unlink()
+    assert rebuild(out) == json.loads((out / "results.json").read_text()) == {**result, "ignored_log_records": 2}
+    assert resumed.stdout.startswith((out / "results.md").read_text())
+
+
+@pytest.mark.parametrize("body, status, said", [
+    ("return np.zeros((len(info['env_id']), 3))", 2, r"returned actions of shape \(\d, 3\); expected \(\d, 8\)"),
+    ("calls.append(1)\n    if len(calls) > 6: raise ValueError('weights not loaded')\n"
+     "    return np.zeros((len(info['env_id']), 8))", 1,
+     "the policy's act.obs, info. raised ValueError: weights not loaded; finished episodes are kept; run the "
+     "same command to resume"),
+])
+def test_a_policy_that_raises_or_returns_the_wrong_shape_stops_the_run_in_one_line(tmp_path, body, status, said):
+    (tmp_path / "bad.py").write_text(f"import numpy as np\ncalls = []\n\ndef act(obs, info):\n    {body}\n\n"
+                                     "def make():\n    return act\n")
+    done = command(*synthetic(tmp_path, f"{tmp_path / 'bad.py'}:make"))
+    assert done.returncode == status and "Traceback" not in done.stderr, done.stderr
+    assert re.search(said, done.stderr.strip().splitlines()[-1]), done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("python -m rlbench_vec.evaluate: error: ")
+    kept = lines(tmp_path / "out")  # the episodes before the error, none from a wrong shape
+    assert (len(kept) > 0) == (status == 1)
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["finished"] is False
+
+
+def test_a_backend_error_fails_its_episode_and_the_run_goes_on(tmp_path):
+    result = evaluate(config_of(synthetic(tmp_path, "random", episodes=2, raise_at_step=1)))
+    assert result["finished"] and result["backend_errors"] == 4 and result["mean_success"] == 0
+    assert {e["backend_error"] for e in lines(tmp_path / "out")} == {"RuntimeError: synthetic failure at step 1"}
+
+
+def test_a_full_disk_stops_in_one_line_and_the_rerun_scores_as_an_uninterrupted_run(small_disk, tmp_path):
+    """Random actions (seeded from --seed, per episode) on a disk with room for a few episodes' videos and
+    records: one line, exit 1, every file whole; with room again the same command completes with the same
+    per-episode outcomes as an uninterrupted run at another number of envs."""
+    args = ["--policy", "random", "--tasks", "reach_target", "--episodes", "12", "--backend", "mujoco",
+            "--cameras", "front", "--image_size", "16", "16", "--modalities", "rgb", "--max_steps", "3",
+            "--video", "12", "--num_envs", "1", "--out", str(small_disk / "out")]
+    free = os.statvfs(small_disk)
+    (small_disk / "filler").write_bytes(bytes(free.f_bavail * free.f_frsize - 24576))
+    full = command(*args)
+    assert full.returncode == 1, full.stderr
+    last = full.stderr.strip().splitlines()[-1]
+    assert "is full" in last and "run the same command again to resume" in last and "Traceback" not in full.stderr
+    out = small_disk / "out"
+    assert (out / "log.jsonl").read_bytes().endswith(b"\n") and 0 < len(lines(out)) < 12
+    assert not [path.name for path in out.rglob("*") if path.name.endswith(".tmp")]
+    (small_disk / "filler").unlink()
+    assert command(*args).returncode == 0
+    for video in (out / "videos").iterdir():
+        assert video.stat().st_size > 0 and whole_mp4(video), video
+    evaluate(config_of(args, out=str(tmp_path / "whole"), video=0, num_envs=2))
+    assert outcome(out) == outcome(tmp_path / "whole") and len(lines(out)) == 12
+    reasons = {e.get("invalid_action") for e in lines(out)}
+    assert len({e["steps"] for e in lines(out)}) > 1 and any(r and r.startswith("robot: ") for r in reasons)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -164,10 +267,9 @@ def test_a_policy_from_a_file_with_invalid_actions_counted_and_a_resume(tmp_path
     (["--policy", "missing_module_xyz:make"], "does not load: ModuleNotFoundError"),
     (["--policy", "oracle", "--backend", "synthetic"], "oracle"),
     (["--backend_options", '{"shaped_rewards": true}'], "leave shaped_rewards unset"),
+    (["--report_only"], "holds no evaluation's log"),
 ])
 def test_bad_input_says_what_in_one_line_and_writes_nothing(tmp_path, args, message):
-    import re
-
     done = command("--out", str(tmp_path / "out"), "--backend", "mujoco", *args)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert re.search(message, done.stderr), done.stderr
