@@ -26,18 +26,18 @@ class Planned:
     seed: int
 
 
-def variation_counts(env: EnvConfig) -> dict[str, int]:
-    """Each task's variation count: the backend's classmethod where the main process knows it, else (rlbench)
-    one started env, reset to each such task in turn."""
+def variation_counts(env: EnvConfig, known: dict[str, int] | None = None) -> dict[str, int]:
+    """Each task's variation count: the backend's classmethod where the main process knows it, else those
+    `known` (a resumed folder's), else (rlbench) one started env's, reset to each such task in turn."""
     backend = backend_class(env.backend)
     counts = {task: backend.task_variation_count(env.for_task(task)) for task in env.tasks}
-    unknown = [task for task, count in counts.items() if count is None]
+    unknown = [task for task, count in counts.items() if count is None and task not in (known or {})]
     if unknown:
         with RLBenchVectorEnv.from_config(env.for_task(unknown[0]), VectorConfig(num_envs=1)) as started:
             for task in unknown:
                 started.reset(options={"task": task})
                 counts[task] = int(started.get_attr("variation_count")[0])
-    return {task: int(count or 1) for task, count in counts.items()}
+    return {task: int(count or (known or {})[task]) for task, count in counts.items()}
 
 
 def plan(config: EvaluateConfig, task: str, count: int) -> list[Planned]:

@@ -30,11 +30,12 @@ def evaluate(config: EvaluateConfig, command: str | None = None) -> dict[str, An
     what differs, before anything runs."""
     config, env_config = checked(config)
     source = PolicySource(config.policy)
-    counts = variation_counts(env_config)
+    out = Path(config.out)
+    before = read_log(out, ()).header  # a resumed folder's counts spare rlbench a started env
+    counts = variation_counts(env_config, before["variation_counts"] if before else None)
     planned = [p for task in config.tasks for p in plan(config, task, counts[task])]
     header = {"record": "evaluation", "scored": config.scored_arguments(), "version": package_version(),
               "policy_identity": source.identity, "variation_counts": counts}
-    out = Path(config.out)
     log = RunLog(out, header, [(p.task, p.episode, p.variation, p.seed) for p in planned])
     finished = False
     try:
