@@ -176,8 +176,11 @@ def test_observation_that_fails_to_write_reaches_the_user_and_ends_the_episode(m
     env.step(zeros(2))
     if partial:
         env.send(zeros(2))
-        with pytest.raises(WorkerError, match="env 1: RuntimeError: synthetic write failure after step 2"):
+        with pytest.raises(WorkerError, match="env 1: RuntimeError: synthetic write failure after step 2") as caught:
             env.recv()
+        # the error carries the whole batch, so a caller goes on with the other env
+        assert sorted(caught.value.result[4]["env_id"].tolist()) == [0, 1]
+        assert [error.env_index for error in caught.value.errors] == [1]
         env.send(zeros(2))
         obs, reward, terminated, truncated, info = env.recv()
         order = info["env_id"].argsort()

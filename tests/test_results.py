@@ -4,7 +4,6 @@ truncated, info)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from gymnasium.vector import SyncVectorEnv
 
 from rlbench_vec.engine.results import EXECUTED, REWARD, TERMINATED, TRUNCATED, Batch, assemble, merge_infos
@@ -43,10 +42,12 @@ def test_columns_past_a_rows_own_chunk_read_as_zero():
     assert info["executed"].sum(axis=1).tolist() == [2, 4, 0]
 
 
-def test_the_first_worker_error_is_raised():
+def test_a_failed_row_reads_as_no_outcome_and_its_error_is_left_to_the_caller():
+    """Output.result raises the batch's first error with this whole result (tests/test_pool.py)."""
     obs, outcome = page()
-    with pytest.raises(WorkerError, match="env 1: boom"):
-        assemble(batch(2, [1, 0], errors=[WorkerError(1, "boom")]), obs, outcome, None, chunked=False, copy=False)
+    _, reward, terminated, *_ = assemble(batch(2, [1, 0], errors=[WorkerError(1, "boom")]), obs, outcome, None,
+                                         chunked=False, copy=False)
+    assert reward[1] == 0 and not terminated[1]
 
 
 def test_infos_merge_as_gymnasium_merges_them():
