@@ -168,7 +168,7 @@ def test_a_policy_file_killed_resumed_and_refused_for_anything_else(tmp_path):
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT)
     out = tmp_path / "out"
-    args = synthetic(tmp_path, f"{agent}:make_agent", episodes=6, step_cost_s=0.05)
+    args = synthetic(tmp_path, f"{agent}:make_agent", episodes=8, step_cost_s=0.05)
     environ = {**os.environ, "PYTHONPATH": str(ROOT)}
     killed = subprocess.Popen([sys.executable, "-m", "rlbench_vec.evaluate", *args], cwd=ROOT, env=environ,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -178,9 +178,9 @@ def test_a_policy_file_killed_resumed_and_refused_for_anything_else(tmp_path):
     killed.wait()
     before = (out / "log.jsonl").read_bytes()
     shutil.copytree(out, tmp_path / "killed")
-    assert 3 <= len(lines(out)) < 12 and not (out / "results.json").exists()
+    assert 3 <= len(lines(out)) < 16 and not (out / "results.json").exists()
     for change, said in [({"seed": 7}, "seed 0 then, 7 now"), ({"policy": "random"}, f'policy "{agent}:make_agent" '
-                         'then, "random" now'), ({"episodes": 5}, "episodes 6 then, 5 now")]:
+                         'then, "random" now'), ({"episodes": 5}, "episodes 8 then, 5 now")]:
         with pytest.raises(ConfigError, match=re.escape(said)):
             evaluate(config_of(args, **change))
     agent.write_text(AGENT + "# fixed\n")
@@ -191,20 +191,20 @@ def test_a_policy_file_killed_resumed_and_refused_for_anything_else(tmp_path):
     agent.write_text(AGENT)
     resumed = command(*args)
     assert resumed.returncode == 0, resumed.stderr
-    assert f"{len(lines(tmp_path / 'killed'))} of 12 episodes are already there" in resumed.stderr
+    assert f"{len(lines(tmp_path / 'killed'))} of 16 episodes are already there" in resumed.stderr
     assert sorted((e["task"], e["episode"]) for e in lines(out)) == [
-        (task, k) for task in ("open_drawer", "reach_target") for k in range(6)]
+        (task, k) for task in ("open_drawer", "reach_target") for k in range(8)]
     assert "| reach_target | 100.0 |" in resumed.stdout and "| open_drawer | 0.0 |" in resumed.stdout
-    assert "6 episodes ended as invalid actions" in resumed.stdout
+    assert "8 episodes ended as invalid actions" in resumed.stdout
     assert {e["invalid_action"] for e in lines(out) if e["task"] == "open_drawer"} == {
         "policy: NaN or inf in the action"}
     result = json.loads((out / "results.json").read_text())
-    assert result["invalid_actions"] == 6 and result["finished"] and len(result["runs"]) == 2
+    assert result["invalid_actions"] == 8 and result["finished"] and len(result["runs"]) == 2
     assert result["num_envs"] == 2 and result["policy_identity"]["factory"] == {"checkpoint": "step-600"}
     # a repeated and an out-of-plan record in the log: neither counts, and the results rebuild from the log alone
     episodes = lines(out)
     with (out / "log.jsonl").open("a") as log:
-        for extra in ({**episodes[0], "success": not episodes[0]["success"]}, {**episodes[0], "episode": 6}):
+        for extra in ({**episodes[0], "success": not episodes[0]["success"]}, {**episodes[0], "episode": 8}):
             log.write(json.dumps({"record": "episode", **extra}) + "\n")
     (out / "results.json").unlink()
     assert rebuild(out) == json.loads((out / "results.json").read_text()) == {**result, "ignored_log_records": 2}

@@ -55,17 +55,26 @@ class Evaluation:
                  total: int):
         self.config, self.env_config, self.source, self.log, self.total = config, env_config, policy, log, total
         self.done_before = len(log.log.episodes)
+        self.counts = {key: 0 for key in ("success", "invalid_action", "backend_error", "reruns")}
+        for episode in log.log.episodes:
+            self._count(episode)
         self.in_flight = 0  # envs sent an action or a reset whose result is not in yet
         self.progress = ProgressBar(config.progress, "episodes")
         self.videos = Videos(log.out, config.video)
 
+    def _count(self, episode: dict[str, Any]) -> None:
+        """The progress bar's totals over the folder, kept up to date (not summed again at every step)."""
+        self.counts["success"] += bool(episode["success"])
+        self.counts["invalid_action"] += "invalid_action" in episode
+        self.counts["backend_error"] += "backend_error" in episode
+        self.counts["reruns"] += episode.get("reruns", 0)
+
     def show(self, description: str) -> None:
-        episodes = self.log.log.episodes
-        rate = f"{100 * sum(bool(e['success']) for e in episodes) / len(episodes):.1f}%" if episodes else "-"
-        counts = [sum(key in e for e in episodes) for key in ("invalid_action", "backend_error")]
-        self.progress.update(description, len(episodes), self.total, len(episodes) - self.done_before,
-                             f"success {rate}, invalid actions {counts[0]}, backend errors {counts[1]}, reruns "
-                             f"{sum(e.get('reruns', 0) for e in episodes)}", "episodes")
+        done, counts = len(self.log.log.episodes), self.counts
+        rate = f"{100 * counts['success'] / done:.1f}%" if done else "-"
+        self.progress.update(description, done, self.total, done - self.done_before,
+                             f"success {rate}, invalid actions {counts['invalid_action']}, backend errors "
+                             f"{counts['backend_error']}, reruns {counts['reruns']}", "episodes")
 
     def record(self, run: Running, success: bool, **why: str) -> None:
         """An episode that ended, appended to the log (why: invalid_action or backend_error, with its reason)."""
@@ -77,6 +86,7 @@ class Evaluation:
         if run.reruns:
             line["reruns"] = run.reruns
         self.log.add(line, "episode")
+        self._count(line)
         self.videos.finished(p)
 
     def run(self, pending: EpisodeQueue) -> None:
