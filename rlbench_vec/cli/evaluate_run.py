@@ -58,6 +58,6 @@ def evaluate(config: EvaluateConfig, command: str | None = None) -> dict[str, An
         if not finished:  # the log is what counts; results written where the disk still takes them
             try:
                 write_results(out, read_log(out))
-            except Exception:  # noqa: S110 - the error that stopped the run is the one to report
+            except Exception:  # the error that stopped the run is the one to report
                 pass
     return write_results(out, read_log(out))

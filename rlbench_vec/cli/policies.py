@@ -12,13 +12,14 @@ info["step"] one entry per row; actions is (rows, action size), a numpy array or
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
 import inspect
 import sys
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,19 +47,16 @@ class Policy:
                 self._reset(env_ids)
 
 
-class raised_by_policy:  # noqa: N801 - used as a with-statement, like contextlib's
+@contextlib.contextmanager
+def raised_by_policy(where: str) -> Iterator[None]:
     """Turns an exception the policy's code raises into a PolicyError in one line."""
-
-    def __init__(self, where: str):
-        self.where = where
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
-        if isinstance(error, Exception) and not isinstance(error, PolicyOutputError):
-            raise PolicyError(f"the policy's {self.where} raised {type(error).__name__}: {error}; finished episodes "
-                              "are kept; run the same command to resume (--debug shows the traceback)") from error
+    try:
+        yield
+    except PolicyOutputError:
+        raise
+    except Exception as error:
+        raise PolicyError(f"the policy's {where} raised {type(error).__name__}: {error}; finished episodes are kept; "
+                          "run the same command to resume (--debug shows the traceback)") from error
 
 
 def oracle(env: Any) -> Policy:
