@@ -164,6 +164,7 @@ def test_a_policy_from_a_file_with_invalid_actions_counted_and_a_resume(tmp_path
     (["--policy", "missing_module_xyz:make"], "does not load: ModuleNotFoundError"),
     (["--policy", "oracle", "--backend", "synthetic"], "oracle"),
     (["--backend_options", '{"shaped_rewards": true}'], "leave shaped_rewards unset"),
+    (["--backend_options", '{"dense_rewards": true}'], "leave dense_rewards unset"),
 ])
 def test_bad_input_says_what_in_one_line_and_writes_nothing(tmp_path, args, message):
     import re

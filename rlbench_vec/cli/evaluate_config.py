@@ -71,9 +71,10 @@ class EvaluateConfig:
                               "use --backend mujoco, mjwarp or rlbench for the oracle's table, or another policy.")
         if "variation" in self.backend_options:
             raise ConfigError("backend_options['variation'] is set per episode by the evaluation; use --variations.")
-        if self.backend_options.get("shaped_rewards"):
-            raise ConfigError("backend_options['shaped_rewards'] makes rewards distances, and the evaluation counts an "
-                              "episode a success by its last reward (1 on success): leave shaped_rewards unset.")
+        for shaping in ("shaped_rewards", "dense_rewards"):
+            if self.backend_options.get(shaping):
+                raise ConfigError(f"backend_options[{shaping!r}] makes rewards other than 1 on success, and the "
+                                  f"evaluation counts an episode a success by its last reward: leave {shaping} unset.")
         config = replace(self, tasks=tuple(names), episodes=integer("episodes", self.episodes, 1),
                          seed=integer("seed", self.seed, 0), video=integer("video", self.video, 0),
                          num_envs=integer("num_envs", self.num_envs, 1),

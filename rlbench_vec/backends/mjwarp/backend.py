@@ -13,12 +13,19 @@ from collections.abc import Sequence
 from ...config import EnvConfig, flag, integer
 from ...errors import ConfigError
 from ..base import Backend, EnvGroup
-from ..mujoco.backend import check_oracle_option, check_shaped_rewards, check_variation_option, task_class
+from ..mujoco.backend import (
+    check_dense_rewards,
+    check_oracle_option,
+    check_shaped_rewards,
+    check_variation_option,
+    task_class,
+)
 from ..mujoco.tasks import TASKS
 from . import check_config, device_of, require
 
 # backend_options this backend reads
-OPTIONS = ("device", "nconmax", "njmax", "variation", "deterministic", "shaped_rewards", "profile", "oracle")
+OPTIONS = ("device", "nconmax", "njmax", "variation", "deterministic", "shaped_rewards", "dense_rewards", "profile",
+           "oracle")
 
 
 class MjwarpBackend(Backend):
@@ -29,7 +36,8 @@ class MjwarpBackend(Backend):
     per reset; unset: 0, as the mujoco backend),
     deterministic (MuJoCo Warp's deterministic execution: on a GPU too, each world's trajectory is
     bit-for-bit a function of its own seed and actions; False), shaped_rewards (the task's reward() as
-    RLBench's shaped rewards, computed on the device; only for tasks that define one; False), profile (time
+    RLBench's shaped rewards, computed on the device; only for tasks that define one; False), dense_rewards (this
+    package's staged dense reward, computed on the device: see docs/tasks.md; False), profile (time
     each phase of the work: physics, each camera's conversions, the page writes, resets...; read with
     call("phase_profile"); False: nothing timed), oracle (each step acts the episode's waypoint oracle, the
     mujoco backend's, planned on the host: see oracles.py; False).
@@ -61,6 +69,7 @@ class MjwarpBackend(Backend):
         if "variation" in config.backend_options:
             check_variation_option(task_class(config), config.backend_options["variation"], cls.name)
         check_shaped_rewards(task_class(config), config.backend_options, cls.name)
+        check_dense_rewards(task_class(config), config.backend_options, cls.name)
         device = device_of(config)
         if device.startswith("cuda"):
             import torch
