@@ -105,9 +105,11 @@ class MjwarpBackend(Backend):
 
     @classmethod
     def make_group(cls, config: EnvConfig, instances: Sequence[int]) -> EnvGroup:
+        from .first_start import announced
         from .group import MjwarpGroup  # imports torch, warp, mujoco_warp and mujoco
 
-        return MjwarpGroup(config, instances)
+        with announced(config, device_of(config), len(instances)):  # a first start compiles kernels: said on stderr
+            return MjwarpGroup(config, instances)
 
 
 BACKEND = MjwarpBackend
