@@ -25,7 +25,7 @@ from . import check_config, device_of, require
 
 # backend_options this backend reads
 OPTIONS = ("device", "nconmax", "njmax", "variation", "deterministic", "shaped_rewards", "dense_rewards", "profile",
-           "oracle")
+           "oracle", "draw_ahead")
 
 
 class MjwarpBackend(Backend):
@@ -40,7 +40,9 @@ class MjwarpBackend(Backend):
     package's staged dense reward, computed on the device: see docs/tasks.md; False), profile (time
     each phase of the work: physics, each camera's conversions, the page writes, resets...; read with
     call("phase_profile"); False: nothing timed), oracle (each step acts the episode's waypoint oracle, the
-    mujoco backend's, planned on the host: see oracles.py; False).
+    mujoco backend's, planned on the host: see oracles.py; False), draw_ahead (host processes drawing each world's
+    next episode while it runs, so an autoreset costs the upload only: an int, or "auto" for this machine's cores
+    but one; 0: draws in place, between steps; see draw_ahead.py).
     """
 
     steps_in_parallel = True  # every world of a task steps in one launch: a step's deadline is one env's per task
@@ -66,6 +68,7 @@ class MjwarpBackend(Backend):
         for name in ("nconmax", "njmax"):
             if name in config.backend_options:
                 integer(f"mjwarp backend_options[{name!r}]", config.backend_options[name], 1)
+        check_draw_ahead(config)
         if "variation" in config.backend_options:
             check_variation_option(task_class(config), config.backend_options["variation"], cls.name)
         check_shaped_rewards(task_class(config), config.backend_options, cls.name)
@@ -110,6 +113,18 @@ class MjwarpBackend(Backend):
 
         with announced(config, device_of(config), len(instances)):  # a first start compiles kernels: said on stderr
             return MjwarpGroup(config, instances)
+
+
+def check_draw_ahead(config: EnvConfig) -> None:
+    """backend_options["draw_ahead"]: a count of processes or "auto", and not with the oracle (which plans on the
+    host copy that holds a world's start right after the draw in place)."""
+    value = config.backend_options.get("draw_ahead", 0)
+    if value != "auto":
+        integer("mjwarp backend_options['draw_ahead'] (or 'auto')", value, 0)
+    if value and config.backend_options.get("oracle"):
+        raise ConfigError("backend_options['draw_ahead'] draws episodes in other processes, and the oracle plans "
+                          "each episode on the worker's own host copy right after its draw: leave draw_ahead unset "
+                          "with oracle=True.")
 
 
 BACKEND = MjwarpBackend
