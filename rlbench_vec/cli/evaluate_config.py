@@ -82,9 +82,10 @@ def checked(config: EvaluateConfig) -> tuple[EvaluateConfig, EnvConfig]:
                           "use --backend mujoco, mjwarp or rlbench for the oracle's table, or another policy.")
     if "variation" in config.backend_options:
         raise ConfigError("backend_options['variation'] is set per episode by the evaluation; use --variations.")
-    if config.backend_options.get("shaped_rewards"):
-        raise ConfigError("backend_options['shaped_rewards'] makes rewards distances, and the evaluation counts an "
-                          "episode a success by its last reward (1 on success): leave shaped_rewards unset.")
+    for shaping in ("shaped_rewards", "dense_rewards"):
+        if config.backend_options.get(shaping):
+            raise ConfigError(f"backend_options[{shaping!r}] makes rewards other than 1 on success, and the evaluation "
+                              f"counts an episode a success by its last reward: leave {shaping} unset.")
     config = replace(config, tasks=tuple(names), episodes=integer("episodes", config.episodes, 1),
                      seed=integer("seed", config.seed, 0), video=integer("video", config.video, 0),
                      num_envs=integer("num_envs", config.num_envs, 1),
