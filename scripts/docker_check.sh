@@ -2,12 +2,16 @@
 # Build the Docker images and check, inside the embedded one, what a headless server relies on (docker/README.md
 # has the results). Not part of CI: image builds take minutes. Uses docker if its daemon answers, else podman.
 #
-# Usage: scripts/docker_check.sh [--sandbox] [--gpu] [--work DIR]
-#   --sandbox   this workplace's glue, never in the images: base images made with mmdebstrap (no registry of
-#               images is reachable), podman with runc and no default ulimits, the host's pip configuration
-#               and the files it names (CA bundle) mounted read-only into the builds
-#   --gpu       also build the embedded image with --build-arg EXTRAS=gpu (mujoco-warp, warp-lang)
-#   --work DIR  scratch: base root file systems, the folder mounted for --user (default /var/tmp/rlbench_vec-docker)
+# Usage: scripts/docker_check.sh [--sandbox] [--gpu] [--torch_wheel FILE] [--work DIR]
+#   --sandbox          this workplace's glue, never in the images: base images made with mmdebstrap (no registry
+#                      of images is reachable), podman with runc and no default ulimits, the host's pip
+#                      configuration and the files it names (CA bundle) mounted read-only into builds and pip runs
+#   --gpu              also build the embedded image with --build-arg EXTRAS=gpu (mujoco-warp, warp-lang) and
+#                      import them there
+#   --torch_wheel FILE with --gpu: install this torch wheel (a CPU build) in a container of that image and run the
+#                      bench on mjwarp on warp's CPU device (about a minute of kernel builds)
+#   --work DIR         scratch: base root file systems, the folder mounted for --user
+#                      (default /var/tmp/rlbench_vec-docker)
 #
 # Builds rlbench_vec:embedded (docker/embedded.Dockerfile) and rlbench_vec:coppeliasim-system (docker/Dockerfile up
 # to its target system: every step before the downloads of Python 3.11 and CoppeliaSim). Then, in the embedded
@@ -19,13 +23,15 @@ cd "$(dirname "$0")/.."
 
 SANDBOX=0
 GPU=0
+TORCH_WHEEL=
 WORK=/var/tmp/rlbench_vec-docker
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --sandbox) SANDBOX=1 ;;
         --gpu) GPU=1 ;;
         --work) WORK="$2"; shift ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        --torch_wheel) TORCH_WHEEL="$2"; shift ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -46,6 +52,7 @@ else
     exit 2
 fi
 BUILD_FLAGS=()
+PIP_ACCESS=()  # what a pip run in a container needs to reach the index
 if [[ $SANDBOX == 1 ]]; then
     [[ ${ENGINE[0]} == podman ]] || { echo "docker_check: --sandbox is podman's glue (docker answers here)" >&2; exit 2; }
     printf '[containers]\ndefault_ulimits = []\n' > "$WORK/containers.conf"  # the sandbox refuses setrlimit
@@ -73,21 +80,24 @@ ubuntu_keyring() {  # Ubuntu's archive keys, from the archive's own package, che
     echo "$keyring"
 }
 
-base_image() {  # base_image NAME SUITE MIRROR [EXTRA SOURCE LINES]: a minbase root file system, imported as NAME
-    local name="$1" suite="$2" tar="$WORK/$2.tar" keyring=()
+base_image() {  # base_image NAME SUITE [SOURCE LINES]: a minbase root file system, imported as NAME
+    local name="$1" suite="$2" tar="$WORK/$2.tar" keyring=() file
     shift 2
     "${ENGINE[@]}" image exists "$name" && return
-    [[ $suite == focal ]] && keyring=(--keyring="$(ubuntu_keyring)")
-    # apt and ca-certificates, as in the registry's images: Ubuntu's minbase lacks apt, and ca-certificates cannot
-    # be set up in a build that mounts the host's CA bundle over its own
+    if [[ $suite == focal ]]; then file=$(ubuntu_keyring); keyring=(--keyring="$file"); fi
+    # apt: Ubuntu's minbase lacks it (the registry's image has it). ca-certificates: the registry's images lack
+    # it, but a build that mounts the host's CA bundle over the image's cannot set it up (install_base.sh's
+    # install of it then has nothing to do)
     nice -n 10 mmdebstrap --quiet --variant=minbase --include=apt,ca-certificates \
         "${keyring[@]}" "$suite" "$tar" "$@"
     "${ENGINE[@]}" import --quiet "$tar" "$name" >/dev/null
 }
 
 if [[ $SANDBOX == 1 ]]; then
-    for file in $(pip_files); do BUILD_FLAGS+=(-v "$file:$file:ro"); done
-    base_image debian:bookworm bookworm http://deb.debian.org/debian
+    for file in $(pip_files); do PIP_ACCESS+=(-v "$file:$file:ro"); done
+    BUILD_FLAGS+=("${PIP_ACCESS[@]}")
+    PIP_ACCESS+=(--network host)
+    base_image debian:bookworm bookworm  # mmdebstrap's sources: bookworm, its updates and security
     base_image ubuntu:20.04 focal "deb http://archive.ubuntu.com/ubuntu focal main universe" \
         "deb http://archive.ubuntu.com/ubuntu focal-updates main universe" \
         "deb http://security.ubuntu.com/ubuntu focal-security main universe"
@@ -188,11 +198,22 @@ DISPLAY=:7 xdpyinfo -queryExtensions | grep -o "GLX.*" | head -n 1' 2>/dev/null)
 report "$([[ $status == 0 && $out == *tini*GLX* ]] && echo 1)" "CoppeliaSim image up to its downloads" \
     "$(tr '\n' ' ' <<<"$out")"
 
-# 6. with --gpu: the gpu extra imports (no GPU here: mjwarp itself is not run)
+# 6. with --gpu: the gpu extra imports; with --torch_wheel, the bench on mjwarp on warp's CPU device (no GPU here)
 if [[ $GPU == 1 ]]; then
     out=$(run "$EMBEDDED-gpu" python -c 'import mujoco_warp, warp; print("mujoco_warp", mujoco_warp.__name__, \
 "warp", warp.config.version)' 2>&1) && status=0 || status=$?
     report "$([[ $status == 0 ]] && echo 1)" "gpu extra" "$(tail -n 1 <<<"$out")"
+fi
+if [[ $GPU == 1 && -n $TORCH_WHEEL ]]; then
+    wheel=/tmp/$(basename "$TORCH_WHEEL")
+    out=$(run "${PIP_ACCESS[@]}" --shm-size=1g -v "$TORCH_WHEEL:$wheel:ro" "$EMBEDDED-gpu" sh -c "pip install -q $wheel \
+&& python -m rlbench_vec.bench --backend mjwarp --num_envs 16 --quiet --backend_options '{\"device\": \"cpu\"}' --steps 4 --image_size 32 32 \
+--cameras front" 2>&1) && status=0 || status=$?
+    sps=$(grep -oE 'env-steps/s[^0-9]*[0-9.,]+' <<<"$out" | grep -oE '[0-9.,]+$' || true)
+    start=$(grep -oE 'startup[^0-9]*[0-9.]+ s' <<<"$out" | grep -oE '[0-9.]+ s$' || true)
+    report "$([[ $status == 0 && -n $sps ]] && echo 1)" "bench on mjwarp (warp's CPU device)" \
+        "status $status, ${sps:-no} env-steps/s, start-up ${start:-?} (kernel builds)$([[ $status == 0 ]] || \
+        tail -n 1 <<<"$out")"
 fi
 
 echo "docker_check (${ENGINE[*]}): $PASSED passed, $FAILED failed; builds $((BUILT - STARTED)) s, checks $((SECONDS - BUILT)) s, \
