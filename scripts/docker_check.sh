@@ -74,7 +74,7 @@ ubuntu_keyring() {  # Ubuntu's archive keys, from the archive's own package, che
     rm -rf "$dir" && dpkg-deb -x "$deb" "$dir"
     local keyring="$dir/usr/share/keyrings/ubuntu-archive-keyring.gpg" fingerprint
     for fingerprint in 790BC7277767219C42C86F933B4FE6ACC0B21F32 F6ECB3762474EDA9D21B7022871920D1991BC93C; do
-        gpg --show-keys --with-colons "$keyring" | grep -q "^fpr:::::::::${fingerprint// /}:" \
+        GNUPGHOME="$dir" gpg --show-keys --with-colons "$keyring" 2>/dev/null | grep -q "^fpr:::::::::$fingerprint:" \
             || { echo "docker_check: Ubuntu's keyring lacks key $fingerprint" >&2; exit 1; }
     done
     echo "$keyring"
@@ -107,7 +107,7 @@ build() {  # build TAG DOCKERFILE [FLAGS]: quiet unless it fails
     local tag="$1" file="$2" log="$WORK/build-${1//[:\/]/-}.log" start=$SECONDS
     shift 2
     if nice -n 10 "${ENGINE[@]}" build "${BUILD_FLAGS[@]}" -f "$file" -t "$tag" "$@" . > "$log" 2>&1; then
-        echo "built $tag ($file $*) in $((SECONDS - start)) s"
+        echo "built $tag ($file${*:+ $*}) in $((SECONDS - start)) s"
     else
         tail -n 30 "$log" >&2
         echo "docker_check: building $tag failed (log: $log)" >&2
