@@ -32,7 +32,7 @@ from ..backends.base import Demo, WrittenDemo
 from ..config import EnvConfig
 from ..errors import DatasetError
 from ..wire.process import SPAWN, death_reason, die_with_parent
-from ..wire.shm import SHM_DIR, Field, SharedBuffers, plan_fields
+from ..wire.shm import SHM_DIR, Field, SharedBuffers, more_room, plan_fields
 from .lerobot_format import LeRobotOptions
 from .rlbench_format import stored_episodes
 from .rlbench_writer import write_episode
@@ -239,7 +239,7 @@ class WriterPool:
         if capacity > free:
             raise DatasetError(f"handing a demo to the writers needs {capacity / 2**20:.0f} MiB of {SHM_DIR}, which "
                                f"has {free / 2**20:.0f} MiB free: use a smaller queue_size, smaller images or fewer "
-                               "cameras, or give it more room (Docker: --shm-size).")
+                               f"cameras, or {more_room(capacity)}.")
         slot = self._slots[index] = SharedBuffers.create({"bytes": ((capacity,), np.dtype(np.uint8))})
         return slot
 
