@@ -19,8 +19,14 @@ import pytest
 from conftest import extra_reason
 
 from rlbench_vec import CAMERAS, Demo, EnvConfig, RLBenchVectorEnv
-from rlbench_vec.datasets import completed_episodes, episode_dir, read_episode, remove_stale_staging, write_episode
-from rlbench_vec.datasets import upstream_pickle
+from rlbench_vec.datasets import (
+    completed_episodes,
+    episode_dir,
+    read_episode,
+    remove_stale_staging,
+    upstream_pickle,
+    write_episode,
+)
 from rlbench_vec.datasets.rlbench_format import DEPTH_SCALE, STAGING_FOLDER, decode_mask, encode_mask, misc_key
 from rlbench_vec.datasets.stored_episodes import dataset_identity, seed_of_state, stored_task_episodes
 from rlbench_vec.errors import DatasetError

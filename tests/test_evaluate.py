@@ -369,7 +369,8 @@ def test_stored_episodes_on_the_rlbench_backend_reset_to_demo_i(stored_dataset, 
                    if c["event"] == "get_demos")
     assert asked == [(0, -1, False), (1, -1, False), (2, -1, False)]
     stored = stored_task_episodes(stored_dataset, "reach_target")
-    assert sorted((e["episode"], e["variation"]) for e in lines(out)) == [(k, s.variation) for k, s in enumerate(stored)]
+    assert sorted((e["episode"], e["variation"]) for e in lines(out)) == [
+        (k, episode.variation) for k, episode in enumerate(stored)]
     assert sum(c["event"] == "reset" and c.get("demo") for c in calls) == 3
 
 
