@@ -272,6 +272,7 @@ def test_a_full_disk_stops_in_one_line_and_the_rerun_scores_as_an_uninterrupted_
     (["--policy", "oracle", "--backend", "synthetic"], "oracle"),
     (["--backend_options", '{"shaped_rewards": true}'], "leave shaped_rewards unset"),
     (["--report_only"], "holds no evaluation's log"),
+    (["--episodes_from", "no_such_dataset"], "--episodes_from no_such_dataset: no such folder"),
 ])
 def test_bad_input_says_what_in_one_line_and_writes_nothing(tmp_path, args, message):
     done = command("--out", str(tmp_path / "out"), "--backend", "mujoco", *args)
