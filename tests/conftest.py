@@ -125,8 +125,9 @@ def stored_dataset(tmp_path_factory):
     from rlbench_vec.collect import CollectConfig, collect
 
     root = tmp_path_factory.mktemp("stored") / "test"
-    summary = collect(CollectConfig(tasks=("reach_target", "push_button"), episodes_per_task=3, variations=2,
-                                    all_variations=True, backend="mujoco", num_envs=2, image_size=(16, 16),
-                                    out=str(root), progress=False))
-    assert summary["episodes"]["written"] == 6
+    config = CollectConfig(tasks=("reach_target", "push_button"), episodes_per_task=3, variations=2,
+                           all_variations=True, backend="mujoco", num_envs=2, image_size=(16, 16), out=str(root),
+                           progress=False)
+    assert collect(config)["episodes"]["written"] == 6
+    assert collect(config)["episodes"]["skipped"] == 6  # a rerun finds them (each one's variation_number.pkl)
     return root
