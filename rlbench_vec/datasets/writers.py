@@ -45,11 +45,13 @@ CLOSE_TIMEOUT_S = 60.0  # for the writers to finish what is queued (LeRobot fina
 
 @dataclass(frozen=True, order=True)
 class Episode:
-    """Where a demo goes: episode `episode` of variation `variation` of `task` (RLBench's numbering)."""
+    """Where a demo goes: episode `episode` of variation `variation` of `task` (RLBench's numbering), in the
+    variation's folder or (all_variations, the dataset generator's flag) in the task's all_variations folder."""
 
     task: str
     variation: int
     episode: int
+    all_variations: bool = False
 
 
 @dataclass(frozen=True)
@@ -283,7 +285,7 @@ def store_rlbench(out: str, episode: Episode, demo: Demo) -> None:
     """Write `demo` as `episode` in RLBench's layout under `out`: in a writer process, or in the worker that
     recorded it (Backend.write_demo, given this function with out and episode bound)."""
     _check_variation(episode, demo)
-    write_episode(out, episode.task, episode.episode, demo)
+    write_episode(out, episode.task, episode.episode, demo, all_variations=episode.all_variations)
 
 
 class _Store:

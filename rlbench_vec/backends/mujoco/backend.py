@@ -296,7 +296,7 @@ class MujocoBackend(Backend):
                 break
         observations = {key: np.stack([frame[key] for frame in frames]) for key in spec}
         action_array = np.array(actions, np.float32).reshape(len(actions), -1)
-        return Demo(observations, action_array, success, info["variation_index"], info["descriptions"])
+        return Demo(observations, action_array, success, info["variation_index"], info["descriptions"], seed)
 
     def _observe(self, spec: Mapping[str, Any]) -> dict[str, np.ndarray]:
         frame = {key: np.empty(s.shape, s.dtype) for key, s in spec.items()}
