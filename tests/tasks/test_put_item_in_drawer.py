@@ -1,6 +1,9 @@
 """put_item_in_drawer on both embedded backends, and its descriptions as upstream's."""
 
-from task_checks import check_descriptions, check_mjwarp, check_mujoco
+import math
+
+from placement_checks import YawRange, check_placement
+from task_checks import check_descriptions, check_mjwarp, check_mujoco, config
 
 TASK = "put_item_in_drawer"
 # PerAct's RLBench fork (MohitShridhar/RLBench, branch peract), rlbench/tasks/put_item_in_drawer.py:
@@ -31,3 +34,8 @@ def test_put_item_in_drawer_on_mujoco():
 
 def test_put_item_in_drawer_on_mjwarp():
     check_mjwarp(TASK)
+
+
+# Upstream's put_item_in_drawer.py: base_rotation_bounds [0, 0, - np.pi / 8], [0, 0, np.pi / 8].
+def test_put_item_in_drawer_placement_is_upstreams():
+    check_placement(TASK, (YawRange("cabinet", -math.pi / 8, math.pi / 8),), config(TASK))

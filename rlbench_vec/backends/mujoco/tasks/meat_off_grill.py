@@ -16,6 +16,7 @@ import numpy as np
 
 from ..scene import SCENERY, TABLE_TOP_Z, VISUAL, Scene, axis_angle_quat, geom
 from .base import (
+    DEFAULT_YAW,
     Task,
     Waypoint,
     World,
@@ -59,7 +60,7 @@ class MeatOffGrill(Task):
                 f"remove the {meat} from the grill and set it down to the side"]
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
-        yaw = rng.uniform(-math.pi, math.pi)
+        yaw = rng.uniform(-DEFAULT_YAW, DEFAULT_YAW)
         middle = np.array([rng.uniform(0.1, 0.2), rng.uniform(-0.1, 0.1), TABLE_TOP_Z])
         grill = middle - base_offset(yaw, np.array(self.SIDE) / 2)  # the assembly turns about its middle
         world.set_pose("grill", grill, axis_angle_quat((0, 0, 1), yaw))

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..scene import SCENERY, SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, VISUAL, Scene, axis_angle_quat, geom
 from .base import (
+    DEFAULT_YAW,
     Task,
     Waypoint,
     World,
@@ -90,8 +91,9 @@ class PlaceCups(Task):
             if (np.linalg.norm(xy - tree[:2]) >= self.CLEAR_OF_TREE
                     and all(np.linalg.norm(xy - spot) >= 0.1 for spot in spots)):
                 spots.append(xy)
-        for name, xy in zip(MUGS, spots):
-            world.set_pose(name, (*xy, TABLE_TOP_Z + self.HALF_HEIGHT), quat)
+        for name, xy in zip(MUGS, spots):  # each turned on its own, as upstream's SpawnBoundary.sample
+            own = axis_angle_quat((0, 0, 1), yaw + rng.uniform(-DEFAULT_YAW, DEFAULT_YAW))
+            world.set_pose(name, (*xy, TABLE_TOP_Z + self.HALF_HEIGHT), own)
 
     def success(self, variation: int) -> ConditionSet:
         on_spokes = [OrConditions([DetectedCondition(mug, f"success_detector{spoke}") for spoke in range(SPOKES)])

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..scene import SCENERY, TABLE_TOP_Z, VISUAL, Scene, axis_angle_quat, fmt, geom
 from .base import (
+    DEFAULT_YAW,
     Task,
     Waypoint,
     World,
@@ -43,6 +44,7 @@ class PlaceShapeInShapeSorter(Task):
     HALF = 0.02  # each shape's collision box
     SORTER_HALF = (0.05, 0.18, 0.05)
     HOLE_HALF, WALL = 0.03, 0.005
+    MIN_DISTANCE = 0.05  # between the shapes' centres (upstream's SpawnBoundary min_distance)
 
     def build(self, scene: Scene) -> None:
         for name, rgb in zip(SHAPES, COLOURS):
@@ -91,14 +93,14 @@ class PlaceShapeInShapeSorter(Task):
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
         sorter = np.array([rng.uniform(0.3, 0.35), rng.uniform(-0.05, 0.05)])
-        yaw = rng.uniform(-math.pi, math.pi)
+        yaw = rng.uniform(-DEFAULT_YAW, DEFAULT_YAW)
         world.set_pose("shape_sorter", (*sorter, TABLE_TOP_Z), axis_angle_quat((0, 0, 1), yaw))
-        shapes = sample_apart(rng, len(SHAPES), (0.0, -0.28), (0.17, 0.28), min_distance=0.12)
+        shapes = sample_apart(rng, len(SHAPES), (0.0, -0.28), (0.17, 0.28), min_distance=self.MIN_DISTANCE)
         while any(self.near_sorter(xy - sorter, yaw) for xy in shapes):  # a turned sorter reaches into the area
-            shapes = sample_apart(rng, len(SHAPES), (0.0, -0.28), (0.17, 0.28), min_distance=0.12)
+            shapes = sample_apart(rng, len(SHAPES), (0.0, -0.28), (0.17, 0.28), min_distance=self.MIN_DISTANCE)
         for name, xy in zip(SHAPES, shapes):
             world.set_pose(name, (*xy, TABLE_TOP_Z + self.HALF),
-                           axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
+                           axis_angle_quat((0, 0, 1), rng.uniform(-DEFAULT_YAW, DEFAULT_YAW)))
 
     def near_sorter(self, offset: np.ndarray, yaw: float) -> bool:
         """Whether a shape `offset` (xy) from the sorter's middle is within 5 cm of the sorter (its frame

@@ -40,6 +40,7 @@ class PlaceWineAtRackLocation(Task):
     GRASP_BELOW_TOP = 0.03  # of the bottle's body
     TRAY_HALF = (0.07, 0.17, 0.005)
     DIVIDER_HEIGHT = 0.06
+    YAW_BOUND = math.pi / 4  # upstream's base_rotation_bounds
 
     def build(self, scene: Scene) -> None:
         green = (0.1, 0.35, 0.15, 1.0)
@@ -66,7 +67,7 @@ class PlaceWineAtRackLocation(Task):
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
         rack = np.array([rng.uniform(0.3, 0.35), rng.uniform(-0.12, 0.12), TABLE_TOP_Z])
-        world.set_pose("rack", rack, axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
+        world.set_pose("rack", rack, axis_angle_quat((0, 0, 1), rng.uniform(-self.YAW_BOUND, self.YAW_BOUND)))
         while True:  # the bottle clear of the rack
             xy = rng.uniform(SPAWN_LOW, SPAWN_HIGH - [0.15, 0.0])
             if np.linalg.norm(xy - rack[:2]) > 0.25:

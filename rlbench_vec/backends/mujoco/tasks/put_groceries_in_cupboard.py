@@ -23,7 +23,7 @@ import numpy as np
 
 from ..geometry import frame_quat, yaw_rotation
 from ..scene import SCENERY, SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, Scene, axis_angle_quat, geom
-from .base import Task, Waypoint, World, body_position, body_quat, body_yaw
+from .base import DEFAULT_YAW, Task, Waypoint, World, body_position, body_quat, body_yaw, square_yaw
 from .conditions import ConditionSet, DetectedCondition, NothingGrasped
 from .objects import free_box, held_cylinder, mocap_body, region
 
@@ -71,6 +71,7 @@ class PutGroceriesInCupboard(Task):
     PITCH = math.radians(45)  # the oracle's hand, down from horizontal
     GRIP_BELOW_TOP = 0.02
     SHELF_DEPTH = 0.1  # the grocery's centre is set down this far behind the cupboard's front
+    TURN_STEP = 0.3  # radians: the carried grocery's heading turns in steps this large
     CARRY = 0.15  # the grocery's bottom above the table when carried over the others
 
     def build(self, scene: Scene) -> None:
@@ -104,8 +105,9 @@ class PutGroceriesInCupboard(Task):
                            TABLE_TOP_Z])
         quat = axis_angle_quat((0, 0, 1), yaw)
         world.set_pose("cupboard", centre, quat)
-        for grocery, xy in zip(GROCERIES, self._spots(rng, centre, yaw)):
-            world.set_pose(grocery.body, (*xy, TABLE_TOP_Z + grocery.half_size[2]), quat)
+        for grocery, xy in zip(GROCERIES, self._spots(rng, centre, yaw)):  # each turned on its own (SpawnBoundary)
+            own = axis_angle_quat((0, 0, 1), yaw + rng.uniform(-DEFAULT_YAW, DEFAULT_YAW))
+            world.set_pose(grocery.body, (*xy, TABLE_TOP_Z + grocery.half_size[2]), own)
 
     def _spots(self, rng: np.random.Generator, centre: np.ndarray, yaw: float) -> list[np.ndarray]:
         """A spot per grocery in the spawn area, MIN_DISTANCE apart, in front of the cupboard's opening and
@@ -131,17 +133,22 @@ class PutGroceriesInCupboard(Task):
 
     def hand_quat(self, yaw: float) -> np.ndarray:
         """The hand pitched PITCH down while heading along `yaw`, fingers closing horizontally."""
-        heading = np.array([math.cos(yaw), math.sin(yaw), 0.0])
-        approach = math.cos(self.PITCH) * heading + [0.0, 0.0, -math.sin(self.PITCH)]
-        across = np.cross([0.0, 0.0, 1.0], heading)
-        return frame_quat(np.cross(across, approach), across)
+        across = np.array([-math.sin(yaw), math.cos(yaw), 0.0])
+        return frame_quat(np.cross(across, self.approach(yaw)), across)
+
+    def approach(self, yaw: float) -> np.ndarray:
+        """The direction the hand of hand_quat(yaw) points."""
+        return math.cos(self.PITCH) * np.array([math.cos(yaw), math.sin(yaw), 0.0]) + [0.0, 0.0, -math.sin(self.PITCH)]
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         grocery = GROCERIES[variation]
         cupboard, yaw = world.position("cupboard"), body_yaw(world.quat("cupboard"))
         inward = yaw_rotation(yaw) @ np.array([1.0, 0.0, 0.0])
         quat = self.hand_quat(yaw)
-        approach = math.cos(self.PITCH) * inward + [0.0, 0.0, -math.sin(self.PITCH)]
+        # Grasped across its width, heading along its depth (whichever way is nearer the cupboard's inward),
+        # then turned onto the inward heading while carried.
+        grasp_yaw = yaw + square_yaw(body_yaw(world.quat(grocery.body)) - yaw, math.pi)
+        grasp_quat = self.hand_quat(grasp_yaw)
         half_height = grocery.half_size[2]
         grip = np.array([0.0, 0.0, half_height - min(self.GRIP_BELOW_TOP, half_height)])
         grasp = world.position(grocery.body) + grip
@@ -149,11 +156,15 @@ class PutGroceriesInCupboard(Task):
         inside = shelf + grip
         outside = inside - (self.SHELF_DEPTH + self.OUTSIDE) * inward
         carry = np.array([0.0, 0.0, self.CARRY])
+        # Turned in place in small steps: one joint move through a large turn of the pitched hand swings it wide.
+        steps = math.ceil(abs(yaw - grasp_yaw) / self.TURN_STEP)
+        turns = [grasp_yaw + (i / steps) * (yaw - grasp_yaw) for i in range(1, steps + 1)]
         return [
-            Waypoint(grasp - 0.12 * approach, quat, True),
-            Waypoint(grasp, quat, True, straight=True),
-            Waypoint(grasp, quat, False),
-            Waypoint(grasp + carry, quat, False, straight=True),
+            Waypoint(grasp - 0.12 * self.approach(grasp_yaw), grasp_quat, True),
+            Waypoint(grasp, grasp_quat, True, straight=True),
+            Waypoint(grasp, grasp_quat, False),
+            Waypoint(grasp + carry, grasp_quat, False, straight=True),
+            *(Waypoint(grasp + carry, self.hand_quat(heading), False) for heading in turns),
             Waypoint(outside + carry, quat, False),
             Waypoint(outside, quat, False, straight=True),
             Waypoint(inside, quat, False, straight=True),

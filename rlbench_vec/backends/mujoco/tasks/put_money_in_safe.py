@@ -34,6 +34,9 @@ class PutMoneyInSafe(Task):
     BASE, SHELF_PITCH = 0.02, 0.13  # the bottom shelf's floor height, and from floor to floor
     HAND_OUTSIDE = 0.055  # the grip stops this far in front of the safe: hand and wrist stay outside
     CARRY_HEIGHT = 0.025  # the grip above the shelf's floor
+    # Upstream's base_rotation_bounds are 0..pi/2; kept to 0..0.3 rad, where this oracle holds (docs/tasks.md has
+    # its rate at upstream's range: the ik hand, without obstacle avoidance, meets the turned safe).
+    YAW_BOUNDS = (0.0, 0.3)
 
     def floor(self, shelf: int) -> float:
         """Height of shelf `shelf`'s floor above the safe's base."""
@@ -65,7 +68,7 @@ class PutMoneyInSafe(Task):
                 f"place the stack of bank notes on the {shelf} shelf of the safe"]
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
-        yaw = rng.uniform(-0.3, 0.3)
+        yaw = rng.uniform(*self.YAW_BOUNDS)
         safe = np.array([rng.uniform(0.35, 0.39), rng.uniform(-0.12, 0.12), TABLE_TOP_Z])
         world.set_pose("safe", safe, axis_angle_quat((0, 0, 1), yaw))
         to_safe_frame = yaw_rotation(yaw).T

@@ -21,6 +21,7 @@ from ..scene import SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, VISUAL, Scene, axis_angl
 from .bars import grasp_by_end, stroke
 from .base import (
     COLORS,
+    DEFAULT_YAW,
     Task,
     Waypoint,
     World,
@@ -46,6 +47,7 @@ class ReachAndDrag(Task):
     REACH = 0.17  # from the grip to where the stick meets the cube
     GAP = 0.03  # the stick is lowered this far behind the cube
     DRAG_STEP = 0.03
+    STICK_OFFSET = (-0.075, 0.26)  # the stick's centre from the cube's, base frame; the stick lies along its x
 
     def build(self, scene: Scene) -> None:
         free_box(scene.worldbody, "stick", self.STICK_HALF, rgba=(0.45, 0.3, 0.15, 1.0), mass=0.05)
@@ -74,8 +76,7 @@ class ReachAndDrag(Task):
             yaw, cube, target, stick = self.draw_layout(rng)
         world.set_pose("cube", (*cube, TABLE_TOP_Z + self.CUBE_HALF),
                        axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
-        world.set_pose("stick", (*stick, TABLE_TOP_Z + self.STICK_HALF[2]),
-                       axis_angle_quat((0, 0, 1), yaw + rng.uniform(-0.5, 0.5)))
+        world.set_pose("stick", (*stick, TABLE_TOP_Z + self.STICK_HALF[2]), axis_angle_quat((0, 0, 1), yaw))
         placed = [cube, target, stick]
         squares = [target]
         while len(squares) < len(SQUARES):
@@ -91,12 +92,11 @@ class ReachAndDrag(Task):
     @staticmethod
     def draw_layout(rng: np.random.Generator) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
         """Base yaw and the cube's, target's and stick's xy."""
-        yaw, side = rng.uniform(-math.pi, math.pi), rng.choice([-1.0, 1.0])
+        yaw = rng.uniform(-DEFAULT_YAW, DEFAULT_YAW)
         heading = math.pi + rng.uniform(-0.6, 0.6)
         target_offset = rng.uniform(0.12, 0.2) * np.array([math.cos(heading), math.sin(heading)])
-        stick_offset = np.array([rng.uniform(-0.15, 0.0), side * rng.uniform(0.22, 0.3)])
         cube = np.array([rng.uniform(0.15, 0.3), rng.uniform(-0.1, 0.1)])
-        target, stick = (cube + base_offset(yaw, offset)[:2] for offset in (target_offset, stick_offset))
+        target, stick = (cube + base_offset(yaw, offset)[:2] for offset in (target_offset, ReachAndDrag.STICK_OFFSET))
         return yaw, cube, target, stick
 
     @staticmethod
