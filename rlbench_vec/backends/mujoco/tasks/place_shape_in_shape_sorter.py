@@ -1,12 +1,15 @@
-"""place_shape_in_shape_sorter (RLBench: rlbench/tasks/place_shape_in_shape_sorter.py): put the shape of the
-variation (cube, cylinder, triangular prism, star, moon: RLBench's order, 5) into the shape sorter.
+"""place_shape_in_shape_sorter (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`:
+rlbench/tasks/place_shape_in_shape_sorter.py): put the shape of the variation (cube, cylinder, triangular
+prism, star, moon: RLBench's order, 5) into the shape sorter.
 
-Success (as RLBench): the shape detected inside the sorter. Departures: the five shapes are drawn from
-primitives (the prism a box turned 45° about its length, the star four crossed bars, the moon a capsule)
-and all collide as the same 4 cm box; the sorter is a box-built case with five 6 cm square holes in its
-lid, one per shape in the same order, which any shape fits through.
-Placement yaw: sorter ±π, as upstream's base; shapes ±π, drawn again while any lies within 5 cm of the
-turned sorter (their spawn area does not turn).
+Success (as RLBench): the shape detected inside the sorter.
+Placement: the file has no `base_rotation_bounds`, so the sorter turns Task's default ±3.14; the shapes are
+drawn at least 0.05 m apart with yaws ±3.14, as upstream's `SpawnBoundary.sample(s, min_distance=0.05)`
+(default rotation ±3.14), in the table's spawn area (which does not turn), drawn again while any lies within
+5 cm of the turned sorter (upstream samples them on a boundary in its scene file).
+Departures: the five shapes are drawn from primitives (the prism a box turned 45° about its length, the star
+four crossed bars, the moon a capsule) and all collide as the same 4 cm box; the sorter is a box-built case
+with five 6 cm square holes in its lid, one per shape in the same order, which any shape fits through.
 State: the five shapes' xyz in RLBench's order (the chosen one is the variation's), then the sorter's xyz."""
 
 from __future__ import annotations

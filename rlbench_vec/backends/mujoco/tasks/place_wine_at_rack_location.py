@@ -1,11 +1,15 @@
-"""place_wine_at_rack_location (PerAct's RLBench: rlbench/tasks/place_wine_at_rack_location.py): put the
-wine bottle in the middle, left or right place of the rack (the variation, 3, in the fork's order).
+"""place_wine_at_rack_location (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`:
+rlbench/tasks/place_wine_at_rack_location.py): put the wine bottle in the middle, left or right place of the
+rack (the variation, 3, in the fork's order).
 
-Success (as RLBench): the bottle detected at the chosen place and nothing grasped. Departures: the rack is
-a tray of three slots between dividers (left is +y in the rack's frame), placed at random with any yaw
-(upstream's default base bounds), and the bottle goes in standing up rather than lying down; the bottle is
-a cylinder with a neck, colliding as a box inside its body (flat pads squeeze a cylinder out). State:
-bottle xyz + quaternion xyzw, the three places' centres."""
+Success (as RLBench): the bottle detected at the chosen place and nothing grasped.
+Placement: the rack turns ±π/4, upstream's `base_rotation_bounds` ([0, 0, -np.pi / 4.], [0, 0, np.pi / 4.]),
+so its left place stays on the robot's left of the middle one; the bottle stands with yaw ±π in the table's
+spawn area, clear of the rack (upstream's bottle lies in its scene file, on the base).
+Departures: the rack is a tray of three slots between dividers (left is +y in the rack's frame), and the
+bottle goes in standing up rather than lying down; the bottle is a cylinder with a neck, colliding as a box
+inside its body (flat pads squeeze a cylinder out). State: bottle xyz + quaternion xyzw, the three places'
+centres."""
 
 from __future__ import annotations
 

@@ -1,18 +1,21 @@
-"""put_groceries_in_cupboard (RLBench: rlbench/tasks/put_groceries_in_cupboard.py): put the grocery of the
-variation (9: crackers, chocolate jello, strawberry jello, soup, tuna, spam, coffee, mustard, sugar) on the
-cupboard's bottom shelf; all nine stand on the table, at least 10 cm apart (upstream's min_distance).
+"""put_groceries_in_cupboard (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`:
+rlbench/tasks/put_groceries_in_cupboard.py): put the grocery of the variation (9: crackers, chocolate jello,
+strawberry jello, soup, tuna, spam, coffee, mustard, sugar) on the cupboard's bottom shelf.
 
 Success (as RLBench): the chosen grocery detected by the region over the bottom shelf and nothing grasped.
-Placement: the cupboard turns ±1.0 rad (upstream's base_rotation_bounds) about its centre; the groceries
-stand with the cupboard's yaw (upstream samples them on its base without turning them).
+Placement: the cupboard turns ±1.0 rad about its centre, upstream's `base_rotation_bounds` ((0.0, 0.0, -1.),
+(0.0, 0.0, 1.)); each grocery is turned on its own by ±3.14 from the cupboard's yaw, as upstream's
+`SpawnBoundary.sample(g, min_distance=0.1)` (whose default rotation is ±3.14) turns each, and the nine stand
+at least 10 cm apart (its min_distance).
 Departures: primitives for meshes: the groceries are boxes and cylinders of grocery sizes (a cylinder
 collides as a box inside it, flat pads squeezing a cylinder out), the cupboard an open-front box of boards
 with a bottom compartment 28 cm high, its floor 2 cm above the table. The groceries are drawn in the
 table's spawn area (which does not turn) clear of the cupboard and of the corridor in front of its opening,
 where the oracle's hand comes down (upstream's workspace shape is in its scene file). The oracle grasps
-across the grocery with its hand pitched 45° down (a top-down hand cannot enter the shelf, a horizontal one
-hits the table at a grocery's height) and slides it onto the shelf with the same hand. State: the nine
-groceries' xyz in upstream's order, the cupboard's xyz and quaternion xyzw."""
+across the grocery's width with its hand pitched 45° down (a top-down hand cannot enter the shelf, a
+horizontal one hits the table at a grocery's height), heading along the grocery's depth whichever way is
+nearer the cupboard's, turns it in place onto the cupboard's heading in steps of 0.3 rad, and slides it
+onto the shelf. State: the nine groceries' xyz in upstream's order, the cupboard's xyz and quaternion xyzw."""
 
 from __future__ import annotations
 

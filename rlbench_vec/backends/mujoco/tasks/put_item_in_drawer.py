@@ -1,11 +1,17 @@
-"""put_item_in_drawer (PerAct's RLBench: rlbench/tasks/put_item_in_drawer.py): open the bottom, middle or
-top drawer (the variation, 3) of open_drawer's cabinet and put the block in it.
+"""put_item_in_drawer (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`:
+rlbench/tasks/put_item_in_drawer.py): open the bottom, middle or top drawer (the variation, 3) of
+open_drawer's cabinet and put the block in it.
 
 Success (as RLBench): the block detected by the chosen drawer's region (it moves with the drawer).
-Departures: the block (4 cm) starts on the table in front of the cabinet, not on top of it (out of the
-arm's reach with this cabinet's height); the drawers are open_drawer's box-built ones, the cabinet 6 cm
-further away than open_drawer's (the oracle pulls the bottom drawer with a pitched hand). State: as
-open_drawer's (the three handles' xyz, the three drawers' openings), then the block's xyz."""
+Placement: the cabinet turns ±π/8, upstream's `base_rotation_bounds` ([0, 0, - np.pi / 8], [0, 0, np.pi / 8]).
+Upstream's block (`item`, placed in its scene file; the task file samples nothing) starts on top of the
+chest of drawers. Departure: here it starts on the table in front of the cabinet (hidden from the front
+and overhead cameras at reset): on top of this 45 cm cabinet, 4 cm behind its front edge (x 0.43-0.49 m),
+no layout in 50 draws had oracle waypoints IK reaches, so a reset raises (IK finds a top-down grasp at that
+height out to x = 0.40 m); taking it from there needs a cabinet nearer the robot or a grasp from the front.
+The drawers are open_drawer's box-built ones, the cabinet 6 cm further away than open_drawer's (the
+oracle pulls the bottom drawer with a pitched hand). State: as open_drawer's (the three handles' xyz, the
+three drawers' openings), then the block's xyz."""
 
 from __future__ import annotations
 

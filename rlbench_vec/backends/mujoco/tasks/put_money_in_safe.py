@@ -1,13 +1,18 @@
-"""put_money_in_safe (RLBench: rlbench/tasks/put_money_in_safe.py): put the stack of bank notes on the
-bottom, middle or top shelf of the safe (the variation, 3).
+"""put_money_in_safe (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`:
+rlbench/tasks/put_money_in_safe.py): put the stack of bank notes on the bottom, middle or top
+shelf of the safe (the variation, 3).
 
-Success (as RLBench): nothing grasped and the money detected by the chosen shelf's region. The money
-lies with its yaw 0-90° from the safe's, as RLBench samples it. Departures: the safe is an open box of
-boards facing the robot (no door), placed at random with ±17° yaw (RLBench turns the whole task 0-90°);
-the money a 20 x 6 x 2 cm box with high torsional friction (held by one end, it would pivot in the
-fingers), which the oracle holds by one end and slides in with a top-down hand that stays outside the
-safe (RLBench's demo tilts the hand). State: money xyz + quaternion xyzw, the safe's xyz, the three
-shelves' region centres."""
+Success (as RLBench): nothing grasped and the money detected by the chosen shelf's region.
+Placement: upstream's `base_rotation_bounds` turn the safe one way only, [0.0, 0.0, 0.0] to
+[0.0, 0.0, +0.5 * np.pi]; here it turns 0 to 0.3 rad, one-sided as upstream's (at 0 its opening faces the
+robot): at upstream's 0..π/2 this oracle solved 87 of 100 demos (docs/tasks.md; its top-down hand, moved
+without obstacle avoidance, meets the turned safe or jams the money on the top shelf's edge). The money
+lies with its yaw 0 to π/2 from the safe's, upstream's `SpawnBoundary.sample(min_rotation=(0.00, 0.00,
+0.00), max_rotation=(0.00, 0.00, +0.5 * np.pi))`, in the table's spawn area in front of the safe.
+Departures: the safe is an open box of boards (no door); the money a 20 x 6 x 2 cm box with high torsional
+friction (held by one end, it would pivot in the fingers), which the oracle holds by one end and slides in
+with a top-down hand that stays outside the safe (RLBench's demo tilts the hand). State: money xyz +
+quaternion xyzw, the safe's xyz, the three shelves' region centres."""
 
 from __future__ import annotations
 

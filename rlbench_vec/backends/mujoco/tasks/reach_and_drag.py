@@ -1,14 +1,17 @@
-"""reach_and_drag (PerAct's RLBench: rlbench/tasks/reach_and_drag.py): pick up the stick and use it to
-drag the cube onto the target of the variation's colour (RLBench's 20 colours); as in PerAct's fork,
-three distractor squares take the colours 5, 6 and 7 places further along RLBench's list.
+"""reach_and_drag (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`:
+rlbench/tasks/reach_and_drag.py): pick up the stick and use it to drag the cube onto the target of the
+variation's colour (RLBench's 20 colours); as in the fork, three distractor squares take the colours 5, 6
+and 7 places further along RLBench's list.
 
-Success (as RLBench): the cube detected by the target's region (its centre over the square).
-Departures: the stick is a 30 cm bar and the squares flat boxes; in a base frame the target lies 12-20 cm
-from the cube on the robot's side, the stick beside them, the distractors elsewhere on the table.
-Placement yaw: the base ±π about the cube, as upstream's (the layout drawn again until the target and the
-stick's middle lie within 5 cm of the spawn area); stick ±0.5 rad and squares turned as the base, cube ±π.
-State: stick xyz +
-quaternion xyzw, cube xyz, target xyz, the three distractors' xyz."""
+Success (as RLBench): the cube detected by the target's region (any part of it, as RLBench's proximity
+sensors).
+Placement: the file samples nothing and has no `base_rotation_bounds`: its layout is fixed on the base
+(in its scene file, not readable here), which turns Task's default ±3.14. Here the base turns ±3.14 about
+the cube and the stick lies fixed on it (26 cm beside the cube, along the base's x, turned with it); the
+layout is drawn again until the target and the stick's middle lie within 5 cm of the spawn area.
+Departures: the stick is a 30 cm bar and the squares flat boxes; the target lies 12-20 cm from the cube on
+the robot's side of the base (drawn per episode), the distractors elsewhere on the table, turned as the
+base; the cube ±π. State: stick xyz + quaternion xyzw, cube xyz, target xyz, the three distractors' xyz."""
 
 from __future__ import annotations
 

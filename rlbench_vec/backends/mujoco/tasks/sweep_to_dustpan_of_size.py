@@ -1,11 +1,16 @@
-"""sweep_to_dustpan_of_size (PerAct's RLBench: rlbench/tasks/sweep_to_dustpan_of_size.py): sweep the dirt
-into the tall or the short dustpan (the variation, 2, in the fork's order) with the broom.
+"""sweep_to_dustpan_of_size (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`:
+rlbench/tasks/sweep_to_dustpan_of_size.py): sweep the dirt into the tall or the short dustpan (the
+variation, 2, in the fork's order) with the broom.
 
-Success (as RLBench): each of the 5 dirt pieces detected by the chosen dustpan's region. Departures: the
-broom is a T of two boxes (handle and head), the dirt 1.2 cm cubes in a cluster, the dustpans flat pans
-with low walls told apart by their handles' height (tall 25 cm, short 8 cm), side by side facing the
-dirt from one side of it (side and order drawn per episode), the whole placed with ±17° yaw; the
-broom lies near the robot, its head towards the pans.
+Success (as RLBench): each of the 5 dirt pieces detected by the chosen dustpan's region.
+Placement: the fork's file defines no `base_rotation_bounds`, so its base turns Task's default ±3.14; here
+the whole layout (pans, dirt, broom) lies in a base frame on the dirt's centre turned ±3.14: the pans side
+by side on one side of the dirt facing it, the broom beside the dirt on the other side with its head towards
+them (upstream's layout is in its scene file; which side and which pan lies further along are drawn per
+episode here). Layouts the oracle cannot reach are drawn again, which thins the yaws that put the pans far
+from the robot (docs/tasks.md).
+Departures: the broom is a T of two boxes (handle and head), the dirt 1.2 cm cubes in a cluster, the
+dustpans flat pans with low walls told apart by their handles' height (tall 25 cm, short 8 cm).
 State: broom xyz + quaternion xyzw, the five dirt pieces' xyz, the two pans' xyz (tall first)."""
 
 from __future__ import annotations
