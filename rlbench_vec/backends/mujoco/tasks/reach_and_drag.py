@@ -10,8 +10,9 @@ Placement: the file samples nothing and has no `base_rotation_bounds`: its layou
 the cube and the stick lies fixed on it (26 cm beside the cube, along the base's x, turned with it); the
 layout is drawn again until the target and the stick's middle lie within 5 cm of the spawn area.
 Departures: the stick is a 30 cm bar and the squares flat boxes; the target lies 12-20 cm from the cube on
-the robot's side of the base (drawn per episode), the distractors elsewhere on the table, turned as the
-base; the cube ±π. State: stick xyz + quaternion xyzw, cube xyz, target xyz, the three distractors' xyz."""
+the base's -x side, within ±0.6 rad of it (drawn per episode), the distractors elsewhere on the table,
+turned as the base; the cube ±π. State: stick xyz + quaternion xyzw, cube xyz, target xyz, the three
+distractors' xyz."""
 
 from __future__ import annotations
 
