@@ -31,6 +31,10 @@ COLORS = (
     ("black", (0.0, 0.0, 0.0)), ("white", (1.0, 1.0, 1.0)),
 )
 
+# Upstream's default yaw bound, radians: Task.base_rotation_bounds' (a task base turns ±3.14 unless its file
+# says otherwise) and SpawnBoundary.sample's (a loose object turned up to ±3.14 from its pose on the base).
+DEFAULT_YAW = 3.14
+
 STATE_SIZES = {"body_position": 3, "body_quat": 4, "site_position": 3, "geom_position": 3, "joint_position": 1}
 
 
