@@ -21,9 +21,11 @@ from .errors import (
     WorkerError,
     WorkerStartError,
 )
+from .registration import register_env_id
 from .wire.process import capture_boot_output
 
 capture_boot_output()  # in a spawned worker only: its start-up output goes where the main process can quote it
+register_env_id()  # gymnasium.make("rlbench_vec/RLBench-v0") after `import rlbench_vec`; the classes load on make
 
 if TYPE_CHECKING:
     from .backends import list_tasks

@@ -2,8 +2,7 @@
 
 `make_env(...)` wraps a 1-env RLBenchVectorEnv (so the simulator still runs in its own worker
 process, with crash recovery) and unbatches what it returns. Observations are copies, so they are
-yours to keep. Importing this module also registers the id "rlbench_vec/RLBench-v0":
-gymnasium.make builds this class and gymnasium.make_vec builds an RLBenchVectorEnv.
+yours to keep. gymnasium.make("rlbench_vec/RLBench-v0") builds this class (registration.py).
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ import numpy as np
 from .errors import ConfigError
 from .vector_env import RLBenchVectorEnv
 
-ENV_ID = "rlbench_vec/RLBench-v0"
 VECTOR_ONLY = ("num_envs", "as_torch", "device", "autoreset_mode", "spare_envs", "envs_per_worker")  # vector-env only
 
 
@@ -92,5 +90,3 @@ def make_env(task: str = "reach_target", **kwargs: Any) -> RLBenchEnv:
     RLBenchVectorEnv (backend, cameras, low_dim, arm_mode, ...)."""
     return RLBenchEnv(task=task, **kwargs)
 
-
-gym.register(ENV_ID, entry_point=RLBenchEnv, vector_entry_point=RLBenchVectorEnv)

@@ -4,6 +4,9 @@ call/get_attr/set_attr, render) and the single-env RLBenchEnv under gymnasium's 
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
 import warnings
 
 import gymnasium as gym
@@ -16,8 +19,9 @@ from gymnasium.wrappers import vector as vector_wrappers
 
 from rlbench_vec import RLBenchVectorEnv
 from rlbench_vec.errors import ConfigError
-from rlbench_vec.gym_env import ENV_ID, RLBenchEnv
+from rlbench_vec.gym_env import RLBenchEnv
 from rlbench_vec.gym_env import make_env as make_single_env
+from rlbench_vec.registration import ENV_ID
 
 SYNTHETIC = dict(backend="synthetic", cameras=("front",), image_size=(16, 16))
 ENDS_AFTER_3 = dict(SYNTHETIC, backend_options={"episode_length": 3})
@@ -119,6 +123,19 @@ def test_call_get_attr_set_attr(make_env):
     assert env.call("task_state_size", env.env_config, env_ids=[1]) == (3,)  # a method, with arguments
     with pytest.raises(ConfigError, match="public"):
         env.get_attr("_bound")
+
+
+def test_importing_the_package_alone_registers_the_id_for_make():
+    """As docs/ecosystem.md writes it, in a fresh interpreter: `import rlbench_vec`, then gymnasium.make."""
+    script = ("import gymnasium as gym, rlbench_vec\n"
+              f"env = gym.make({ENV_ID!r}, backend='synthetic', cameras=(), low_dim=('gripper_open',))\n"
+              "obs, info = env.reset(seed=0)\n"
+              "print(type(env.unwrapped).__name__, sorted(obs))\n"
+              "env.close()\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "RLBenchEnv ['gripper_open']"
 
 
 def test_make_vec_builds_the_vector_env():
