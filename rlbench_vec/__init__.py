@@ -21,11 +21,23 @@ from .errors import (
     WorkerError,
     WorkerStartError,
 )
-from .registration import register_env_id
 from .wire.process import capture_boot_output
 
 capture_boot_output()  # in a spawned worker only: its start-up output goes where the main process can quote it
-register_env_id()  # gymnasium.make("rlbench_vec/RLBench-v0") after `import rlbench_vec`; the classes load on make
+ENV_ID = "rlbench_vec/RLBench-v0"
+
+
+def _register_env_id() -> None:
+    """gymnasium.make(ENV_ID) builds an RLBenchEnv and gymnasium.make_vec an RLBenchVectorEnv after a plain
+    `import rlbench_vec`. The entry points are strings: neither class loads until an env is made."""
+    from gymnasium.envs.registration import register, registry
+
+    if ENV_ID not in registry:
+        register(ENV_ID, entry_point="rlbench_vec.gym_env:RLBenchEnv",
+                 vector_entry_point="rlbench_vec.vector_env:RLBenchVectorEnv")
+
+
+_register_env_id()
 
 if TYPE_CHECKING:
     from .backends import list_tasks
@@ -57,7 +69,7 @@ def __dir__() -> list[str]:
 __version__ = "0.2.0"
 __all__ = [
     "RLBenchVectorEnv", "RLBenchEnv", "make_env", "list_tasks", "EnvConfig", "VectorConfig", "VideoConfig", "Demo",
-    "CAMERAS", "MODALITIES", "SUITES", "RLBenchVecError", "ConfigError", "ActionError", "ClosedError",
+    "ENV_ID", "CAMERAS", "MODALITIES", "SUITES", "RLBenchVecError", "ConfigError", "ActionError", "ClosedError",
     "BackendUnavailableError", "WorkerError", "WorkerStartError", "ResetNeeded", "RestartBudgetExceeded",
     "DatasetError",
 ]

@@ -2,7 +2,7 @@
 
 `make_env(...)` wraps a 1-env RLBenchVectorEnv (so the simulator still runs in its own worker
 process, with crash recovery) and unbatches what it returns. Observations are copies, so they are
-yours to keep. gymnasium.make("rlbench_vec/RLBench-v0") builds this class (registration.py).
+yours to keep. gymnasium.make("rlbench_vec/RLBench-v0") builds this class (rlbench_vec/__init__.py registers the id).
 """
 
 from __future__ import annotations

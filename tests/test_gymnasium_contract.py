@@ -17,11 +17,10 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 from gymnasium.vector.utils import batch_space
 from gymnasium.wrappers import vector as vector_wrappers
 
-from rlbench_vec import RLBenchVectorEnv
+from rlbench_vec import ENV_ID, RLBenchVectorEnv
 from rlbench_vec.errors import ConfigError
 from rlbench_vec.gym_env import RLBenchEnv
 from rlbench_vec.gym_env import make_env as make_single_env
-from rlbench_vec.registration import ENV_ID
 
 SYNTHETIC = dict(backend="synthetic", cameras=("front",), image_size=(16, 16))
 ENDS_AFTER_3 = dict(SYNTHETIC, backend_options={"episode_length": 3})

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rlbench_vec"
-BASE = {"errors", "task_names", "config", "distributed", "spec", "registration", "backends", "backends.base"}
+BASE = {"errors", "task_names", "config", "distributed", "spec", "backends", "backends.base"}
 LAYERS = [  # lowest first: (layer name, the modules' first name parts)
     ("base", BASE),
     ("wire", {"wire"}),
