@@ -7,6 +7,7 @@ Shapes and dtypes follow RLBench's `Observation`: see ../shared/RLBENCH_API.md.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -29,6 +30,16 @@ TABLE_CENTER = (0.2, 0.0)
 TABLE_HALF = (0.6, 0.55)
 WORKSPACE_LOW = np.array([TABLE_CENTER[0] - TABLE_HALF[0] - 0.2, -TABLE_HALF[1] - 0.2, TABLE_TOP_Z - 0.05])
 WORKSPACE_HIGH = np.array([TABLE_CENTER[0] + TABLE_HALF[0] + 0.2, TABLE_HALF[1] + 0.2, TABLE_TOP_Z + 1.0])
+# Where a random pose action goes (ActionSpace.sample): the Panda stands at ROBOT_BASE, on the table's edge; its
+# gripper reaches the box in front of it, above the table, pointing down (DOWN, xyzw) give or take MAX_TILT and
+# turned about the vertical by up to MAX_YAW. RLBench's workspace is wider, but much of it is out of reach.
+ROBOT_BASE = np.array([-0.3, 0.0, TABLE_TOP_Z])
+REACH_LOW = ROBOT_BASE + [0.25, -0.35, 0.1]
+REACH_HIGH = ROBOT_BASE + [0.65, 0.35, 0.5]
+DOWN = (1.0, 0.0, 0.0, 0.0)
+MAX_TILT = 0.3
+MAX_YAW = math.pi / 2
+DELTA_TURN = 0.1  # a random delta pose turns by up to this (rad) each way: its turns add up over an episode
 # A delta action's bounds: RLBench's JointPositionActionMode moves a joint at most 0.1 rad per action;
 # RLBench bounds no delta pose, so a move of at most 5 cm per axis stands in (the bench's actions move 1 cm)
 DELTA_JOINT_BOUND = 0.1
@@ -148,29 +159,49 @@ def observation_box(spec: ArraySpec) -> gym.spaces.Box:
 
 class ActionSpace(gym.spaces.Box):
     """The actions of one env, or of a batch of envs (leading dimensions), as a Box whose samples are
-    valid actions: in the pose modes each sample's quaternion is normalised to unit length (RLBench
-    refuses any other), which keeps it inside [-1, 1]. What a sample can still fail at is the robot's
-    reach: a pose without an IK solution, or a delta that leaves the workspace, ends that env's episode
-    as an invalid action (info["invalid_action"])."""
+    valid actions. In the pose modes (`pose`) a sample is a pose the robot reaches: an absolute position
+    inside REACH_LOW..REACH_HIGH (where the bounds allow), a unit quaternion (RLBench refuses any other)
+    within MAX_TILT of the gripper pointing down and turned by up to MAX_YAW about the vertical (absolute),
+    or a turn of up to DELTA_TURN each way (a delta); the other numbers (the gripper's, any flag) are uniform in their bounds."""
 
-    def __init__(self, low: np.ndarray, high: np.ndarray, pose: bool, seed: Any = None):
+    def __init__(self, low: np.ndarray, high: np.ndarray, pose: bool, seed: Any = None, absolute: bool = True):
         super().__init__(low, high, dtype=np.float32, seed=seed)
-        self.pose = pose
+        self.pose, self.absolute = pose, absolute
 
     def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
         # gymnasium 1.0's Box.sample takes no probability
         action = super().sample(mask) if probability is None else super().sample(mask, probability)
         if self.pose:
-            quaternion = action[..., QUATERNION]
-            norm = np.linalg.norm(quaternion, axis=-1, keepdims=True)
-            identity = np.array([0.0, 0.0, 0.0, 1.0], np.float32)
-            action[..., QUATERNION] = np.where(norm > 1e-6, quaternion / np.maximum(norm, 1e-6), identity)
+            rng, rows = self.np_random, action.shape[:-1]
+            if self.absolute:
+                low = np.maximum(self.low[..., :3], REACH_LOW)
+                high = np.maximum(np.minimum(self.high[..., :3], REACH_HIGH), low)
+                action[..., :3] = rng.uniform(low, high, (*rows, 3))
+            tilt, yaw, centre = (MAX_TILT, MAX_YAW, DOWN) if self.absolute else (DELTA_TURN, DELTA_TURN, (0, 0, 0, 1))
+            turns = [random_turn(rng, tilt, yaw) for _ in range(int(np.prod(rows, dtype=np.int64)))]
+            action[..., QUATERNION] = np.reshape([quaternion_product(turn, centre) for turn in turns], (*rows, 4))
         return action
 
     def batched(self, count: int) -> ActionSpace:
         """The same space for `count` envs: (count, A), every row's samples valid."""
         return ActionSpace(np.repeat(self.low[None], count, 0), np.repeat(self.high[None], count, 0), self.pose,
-                           seed=int(self.np_random.integers(2**31)))
+                           seed=int(self.np_random.integers(2**31)), absolute=self.absolute)
+
+
+def quaternion_product(a: Any, b: Any) -> np.ndarray:
+    """a * b of quaternions x y z w: the rotation b, then a."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
+
+
+def random_turn(rng: np.random.Generator, max_tilt: float, max_yaw: float) -> np.ndarray:
+    """A rotation (xyzw) about a random horizontal axis by up to max_tilt, then about the vertical by up to
+    max_yaw."""
+    axis, tilt, yaw = rng.uniform(0.0, 2 * math.pi), rng.uniform(0.0, max_tilt), rng.uniform(-max_yaw, max_yaw)
+    tilted = (math.cos(axis) * math.sin(tilt / 2), math.sin(axis) * math.sin(tilt / 2), 0.0, math.cos(tilt / 2))
+    return quaternion_product((0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)), tilted)
 
 
 class BatchedBox(gym.spaces.Box):
@@ -199,4 +230,4 @@ def batched_observations(single: gym.spaces.Dict, count: int) -> gym.spaces.Dict
 def action_space(config: EnvConfig) -> ActionSpace:
     """One env's action space: action_bounds, with valid samples."""
     low, high = action_bounds(config)
-    return ActionSpace(low, high, pose=config.arm_mode in POSE_ARM_MODES)
+    return ActionSpace(low, high, pose=config.arm_mode in POSE_ARM_MODES, absolute=config.absolute_mode)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...spec import PANDA_Q_MAX, PANDA_Q_MIN, TABLE_CENTER, TABLE_HALF, TABLE_TOP_Z
+from ...spec import PANDA_Q_MAX, PANDA_Q_MIN, ROBOT_BASE, TABLE_CENTER, TABLE_HALF, TABLE_TOP_Z
 
 # Franka Panda, modified DH (Craig): rows (a_{i-1}, d_i, alpha_{i-1}) for joints 1..7, metres / radians.
 # Limits below: position (rad), velocity (rad/s), acceleration (rad/s^2), torque (Nm), from the datasheet.
@@ -38,7 +38,6 @@ FINGER_MAX = 0.04  # each finger opens 0..0.04 m
 # Gripper pointing down over the table, elbow up: close to RLBench's initial Panda configuration.
 HOME_QPOS = np.array([0.0, -0.3, 0.0, -2.3, 0.0, 2.0, math.pi / 4])
 
-ROBOT_BASE = np.array([-0.3, 0.0, TABLE_TOP_Z])
 # Where tasks put things (x, y ranges on the table, in front of the robot); the table, the robot's limits and
 # the workspace pose targets must lie in are the action layout's (spec)
 SPAWN_LOW = np.array([0.0, -0.3])
