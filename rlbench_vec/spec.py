@@ -18,11 +18,14 @@ from .backends import backend_class
 from .config import POSE_ARM_MODES, EnvConfig
 
 PANDA_JOINTS = 7
-GRIPPER_BOUNDS = {"discrete": (0.0, 1.0), "joint_position": (0.0, 0.04)}
 # The Panda's joint limits (rad) and velocity limits (rad/s), as in Franka's datasheet and RLBench's model
 PANDA_Q_MIN = np.array([-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973])
 PANDA_Q_MAX = np.array([2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973])
 PANDA_DQ_MAX = np.array([2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61])
+PANDA_TAU_MAX = np.array([87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])  # joint torque limits (N m)
+FINGER_MAX = 0.04  # each finger opens 0..0.04 m
+PANDA_REACH = 1.5  # m from its base: more than the stretched arm with its hand (1.4 m)
+GRIPPER_BOUNDS = {"discrete": (0.0, 1.0), "joint_position": (0.0, FINGER_MAX)}
 # RLBench's table (top height, centre and half extent in x, y) and the box a pose target must lie in: the
 # table's box widened by 0.2 m and up to 1 m above it, like RLBench's planning workspace
 TABLE_TOP_Z = 0.752
@@ -150,11 +153,38 @@ def action_bounds(config: EnvConfig) -> tuple[np.ndarray, np.ndarray]:
     return low, high
 
 
-def observation_box(spec: ArraySpec) -> gym.spaces.Box:
-    """One observation key's space: images in [0, 255], every other array unbounded."""
+MASK_IDS = 2**24  # a mask holds ids in 24 bits of colour (RLBench's rgb_handles_to_mask)
+LIMIT_GIVE = 0.01  # rad or m past a joint's limit that a simulator's soft limit lets it go (MuJoCo's: ~0.1 mm)
+
+
+def observation_bounds(name: str, spec: ArraySpec, config: EnvConfig) -> tuple[Any, Any]:
+    """One observation key's physical limits, or (-inf, inf) where it has none (joint velocities, which
+    impacts may push past the Panda's rated ones; point clouds; task_low_dim_state; the cameras' misc)."""
+    reach_low, reach_high = ROBOT_BASE - PANDA_REACH, ROBOT_BASE + PANDA_REACH
     if spec.dtype == np.uint8:
-        return gym.spaces.Box(0, 255, spec.shape, np.uint8)
-    return gym.spaces.Box(-np.inf, np.inf, spec.shape, spec.dtype)
+        return 0, 255
+    if name.endswith("_depth"):  # RLBench's depth is normalised from near to far unless in metres
+        return 0.0, np.inf if config.depth_in_meters else 1.0
+    if name.endswith("_mask"):
+        return 0.0, MASK_IDS - 1
+    if name == "gripper_matrix":
+        low, high = np.full((4, 4), -1.0), np.full((4, 4), 1.0)
+        low[:3, 3], high[:3, 3] = reach_low, reach_high
+        low[3], high[3] = (0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0, 1.0)
+        return low, high
+    return {
+        "joint_positions": (PANDA_Q_MIN - LIMIT_GIVE, PANDA_Q_MAX + LIMIT_GIVE),
+        "joint_forces": (-PANDA_TAU_MAX, PANDA_TAU_MAX),
+        "gripper_open": (0.0, 1.0),
+        "gripper_pose": (np.r_[reach_low, -np.ones(4)], np.r_[reach_high, np.ones(4)]),
+        "gripper_joint_positions": (-LIMIT_GIVE, FINGER_MAX + LIMIT_GIVE),
+    }.get(name, (-np.inf, np.inf))
+
+
+def observation_space(config: EnvConfig, layout: dict[str, ArraySpec]) -> gym.spaces.Dict:
+    """One env's observation space: a Box per key of the layout, within observation_bounds."""
+    return gym.spaces.Dict({name: gym.spaces.Box(*observation_bounds(name, spec, config), spec.shape,
+                                                 spec.dtype.type) for name, spec in layout.items()})
 
 
 class ActionSpace(gym.spaces.Box):
@@ -162,7 +192,8 @@ class ActionSpace(gym.spaces.Box):
     valid actions. In the pose modes (`pose`) a sample is a pose the robot reaches: an absolute position
     inside REACH_LOW..REACH_HIGH (where the bounds allow), a unit quaternion (RLBench refuses any other)
     within MAX_TILT of the gripper pointing down and turned by up to MAX_YAW about the vertical (absolute),
-    or a turn of up to DELTA_TURN each way (a delta); the other numbers (the gripper's, any flag) are uniform in their bounds."""
+    or a turn of up to DELTA_TURN each way (a delta); the other numbers (the gripper's, any flag) are
+    uniform in their bounds."""
 
     def __init__(self, low: np.ndarray, high: np.ndarray, pose: bool, seed: Any = None, absolute: bool = True):
         super().__init__(low, high, dtype=np.float32, seed=seed)

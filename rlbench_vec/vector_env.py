@@ -21,7 +21,6 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
@@ -36,7 +35,7 @@ from .engine.plan import make_plan
 from .engine.pool import Pool, Resources
 from .engine.results import Batch
 from .errors import ActionError, ClosedError, ConfigError, ResetNeeded, WorkerError
-from .spec import action_size, action_space, batched_observations, observation_box
+from .spec import action_size, action_space, batched_observations, observation_space
 from .wire import shm
 from .wire.process import bootstrapping
 from .wire.protocol import OBSERVE, RESULT
@@ -83,7 +82,7 @@ class RLBenchVectorEnv(VectorEnv):
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         n = self.num_envs = vc.num_envs
         self._action_size = action_size(config)
-        self.single_observation_space = gym.spaces.Dict({k: observation_box(s) for k, s in layout.items()})
+        self.single_observation_space = observation_space(config, layout)
         self.observation_space = batched_observations(self.single_observation_space, n)
         self.single_action_space = action_space(config)  # its samples are valid actions
         self.action_space = self.single_action_space.batched(n)

@@ -85,7 +85,9 @@ def test_matches_gymnasium_sync_vector_env_step_for_step(make_env, single_envs):
         expected.append(reference.step(actions))
     reference.close()
     for got, ref in zip(results, expected):
-        assert data_equivalence(got[:-1], ref[:-1], exact=True)  # obs (reward, terminated, truncated)
+        # the single env gives a scalar (gripper_open) as shape (1,), the vector env per env as ()
+        ref_obs = {key: value.reshape(got[0][key].shape) for key, value in ref[0].items()}
+        assert data_equivalence((got[0], *got[1:-1]), (ref_obs, *ref[1:-1]), exact=True)  # obs, reward, ends
         # info: a superset of gymnasium's (ours adds info["autoreset"] on autoreset steps)
         assert all(data_equivalence(got[-1][key], value) for key, value in ref[-1].items())
 
@@ -179,12 +181,29 @@ def test_gymnasium_make_with_its_own_checks():
         env.close()
 
 
+@needs_mujoco
+def test_the_default_observations_have_finite_bounds_wherever_a_physical_limit_exists():
+    """gymnasium's checker on the id with the default observations (cameras cut to one, smaller): five
+    warnings, no more: its advice to normalise the action space (RLBench's units are kept) and the two
+    unbounded keys, joint velocities and task_low_dim_state; every observation lies in its bounds."""
+    env = gym.make(ENV_ID, render_mode="rgb_array", cameras=("wrist",), image_size=(24, 16))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_env(env.unwrapped)
+        unbounded = [key for key, box in env.observation_space.items() if not box.is_bounded()]
+        assert unbounded == ["joint_velocities", "task_low_dim_state"]
+        assert len(caught) <= 5, [str(w.message) for w in caught]
+    finally:
+        env.close()
+
+
 def test_single_env_unbatches_and_asks_for_reset_after_the_end(single_envs):
     env = single_envs(**ENDS_AFTER_3)
     with pytest.raises(gym.error.ResetNeeded):
         env.step(np.zeros(8))
     obs, info = env.reset(seed=5)
-    assert obs["joint_positions"].shape == (7,) and obs["gripper_open"].shape == ()
+    assert obs["joint_positions"].shape == (7,) and obs["gripper_open"].shape == (1,)
     assert info["descriptions"] == ["synthetic reach_target"]
     for _ in range(3):
         kept = obs
