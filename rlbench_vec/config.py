@@ -52,7 +52,8 @@ def resolve_backend(name: str) -> str:
         return name
     if importlib.util.find_spec("rlbench") is not None:
         return "rlbench"
-    log.warning("rlbench is not installed: backend='auto' uses the embedded MuJoCo backend.")
+    # the documented default, said at info level: a warning on every run of every command was noise
+    log.info("rlbench is not installed: backend='auto' uses the embedded MuJoCo backend.")
     return "mujoco"
 
 

@@ -59,7 +59,7 @@ class RLBenchEnv(gym.Env):
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ConfigError(f"render_mode must be None or 'rgb_array', got {render_mode!r}.")
         self.vector_env = RLBenchVectorEnv(num_envs=1, task=task, **kwargs)
-        self.observation_space = _single_space(self.vector_env.single_observation_space)
+        self.observation_space = _single_space(cast(gym.spaces.Dict, self.vector_env.single_observation_space))
         self.action_space = self.vector_env.single_action_space
         self.render_mode = render_mode
         self.render_camera = render_camera
