@@ -244,13 +244,19 @@ class BatchedBox(gym.spaces.Box):
         shape = (count, *single.shape)
         gym.spaces.Space.__init__(self, shape, single.dtype, seed)
         self.single, self.count = single, count
-        self.low, self.high = np.broadcast_to(single.low, shape), np.broadcast_to(single.high, shape)
-        self.bounded_below = np.broadcast_to(single.bounded_below, shape)
-        self.bounded_above = np.broadcast_to(single.bounded_above, shape)
+        self.low, self.high = repeated(single.low, count), repeated(single.high, count)
+        self.bounded_below = repeated(single.bounded_below, count)
+        self.bounded_above = repeated(single.bounded_above, count)
         self.low_repr, self.high_repr = single.low_repr, single.high_repr
 
     def __reduce__(self) -> tuple:  # pickled as the single Box and the count, never as full bounds
         return BatchedBox, (self.single, self.count)
+
+
+def repeated(array: np.ndarray, count: int) -> np.ndarray:
+    """`array` stacked `count` times as a view (stride 0): writable like a Box's own bounds, since torch warns
+    at read-only arrays (TorchRL's spec conversion reads them). Writing one row would write them all."""
+    return np.lib.stride_tricks.as_strided(array, (count, *array.shape), (0, *array.strides), writeable=True)
 
 
 def batched_observations(single: gym.spaces.Dict, count: int) -> gym.spaces.Dict:
