@@ -254,7 +254,7 @@ def test_main_process_death_or_ctrl_c_leaves_nothing(how):
 
 
 def test_segments_of_dead_owners_are_swept_at_start(make_env):
-    dead_pid = 2 ** 22 + 12345  # above the default pid_max: no such process
+    dead_pid = 2 ** 22 + os.getpid()  # above the largest pid_max: no such process; ours alone (a suite beside us)
     stale = os.path.join(SHM_DIR, f"rlbv_{dead_pid}_{pid_namespace()}_feedfacecafe")
     foreign = os.path.join(SHM_DIR, f"rlbv_{dead_pid}_{pid_namespace() + 1}_feedfacecafe")  # another container's
     for path in (stale, foreign):
