@@ -190,7 +190,7 @@ def observation_space(config: EnvConfig, layout: dict[str, ArraySpec]) -> gym.sp
 class ActionSpace(gym.spaces.Box):
     """The actions of one env, or of a batch of envs (leading dimensions), as a Box whose samples are
     valid actions. In the pose modes (`pose`) a sample is a pose the robot reaches: an absolute position
-    inside REACH_LOW..REACH_HIGH (where the bounds allow), a unit quaternion (RLBench refuses any other)
+    inside REACH_LOW..REACH_HIGH (where the bounds meet it), a unit quaternion (RLBench refuses any other)
     within MAX_TILT of the gripper pointing down and turned by up to MAX_YAW about the vertical (absolute),
     or a turn of up to DELTA_TURN each way (a delta); the other numbers (the gripper's, any flag) are
     uniform in their bounds."""
@@ -205,8 +205,9 @@ class ActionSpace(gym.spaces.Box):
         if self.pose:
             rng, rows = self.np_random, action.shape[:-1]
             if self.absolute:
-                low = np.maximum(self.low[..., :3], REACH_LOW)
-                high = np.maximum(np.minimum(self.high[..., :3], REACH_HIGH), low)
+                low, high = np.maximum(self.low[..., :3], REACH_LOW), np.minimum(self.high[..., :3], REACH_HIGH)
+                apart = low > high  # bounds narrowed off the reach (SB3VecEnv's arm_limit): the bounds' own range
+                low, high = np.where(apart, self.low[..., :3], low), np.where(apart, self.high[..., :3], high)
                 action[..., :3] = rng.uniform(low, high, (*rows, 3))
             tilt, yaw, centre = (MAX_TILT, MAX_YAW, DOWN) if self.absolute else (DELTA_TURN, DELTA_TURN, (0, 0, 0, 1))
             turns = [random_turn(rng, tilt, yaw) for _ in range(int(np.prod(rows, dtype=np.int64)))]

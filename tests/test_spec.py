@@ -22,6 +22,7 @@ from rlbench_vec.spec import (
     REACH_LOW,
     WORKSPACE_HIGH,
     WORKSPACE_LOW,
+    ActionSpace,
     action_bounds,
     action_space,
     batched_observations,
@@ -48,6 +49,16 @@ def test_bounds_are_finite_and_samples_are_inside_them(arm_mode, absolute, gripp
         if absolute:  # inside the workspace, where the arm reaches
             assert (samples[:, :3] >= REACH_LOW - 1e-6).all() and (samples[:, :3] <= REACH_HIGH + 1e-6).all()
             assert (REACH_LOW >= WORKSPACE_LOW).all() and (REACH_HIGH <= WORKSPACE_HIGH).all()
+
+
+def test_pose_samples_stay_inside_bounds_narrowed_off_the_reach():
+    """SB3VecEnv's arm_limit narrows an absolute position to ±arm_limit, off the box the arm reaches: samples
+    then keep to the bounds."""
+    space = action_space(config("ik", True))
+    low, high = space.low.copy(), space.high.copy()
+    low[:3], high[:3] = -0.05, 0.05
+    narrowed = ActionSpace(low, high, pose=True, seed=0, absolute=True)
+    assert all(narrowed.contains(narrowed.sample()) for _ in range(50))
 
 
 def test_the_batched_space_samples_valid_rows_and_keeps_the_bounds():
