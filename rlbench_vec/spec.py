@@ -44,9 +44,11 @@ MAX_TILT = 0.3
 MAX_YAW = math.pi / 2
 DELTA_TURN = 0.1  # a random delta pose turns by up to this (rad) each way: its turns add up over an episode
 # A delta action's bounds: RLBench's JointPositionActionMode moves a joint at most 0.1 rad per action;
-# RLBench bounds no delta pose, so a move of at most 5 cm per axis stands in (the bench's actions move 1 cm)
+# RLBench bounds no delta pose, so a move is bounded by the workspace's extent (a longer one must leave it);
+# random delta poses move up to DELTA_MOVE per axis
 DELTA_JOINT_BOUND = 0.1
-DELTA_POSITION_BOUND = 0.05
+DELTA_POSITION_BOUND = WORKSPACE_HIGH - WORKSPACE_LOW
+DELTA_MOVE = 0.05
 QUATERNION = slice(3, 7)  # of a pose action: x y z, then the quaternion x y z w
 
 
@@ -190,7 +192,7 @@ def observation_space(config: EnvConfig, layout: dict[str, ArraySpec]) -> gym.sp
 class ActionSpace(gym.spaces.Box):
     """The actions of one env, or of a batch of envs (leading dimensions), as a Box whose samples are
     valid actions. In the pose modes (`pose`) a sample is a pose the robot reaches: an absolute position
-    inside REACH_LOW..REACH_HIGH (where the bounds meet it), a unit quaternion (RLBench refuses any other)
+    inside REACH_LOW..REACH_HIGH or a move of up to DELTA_MOVE (where the bounds meet them), a unit quaternion
     within MAX_TILT of the gripper pointing down and turned by up to MAX_YAW about the vertical (absolute),
     or a turn of up to DELTA_TURN each way (a delta); the other numbers (the gripper's, any flag) are
     uniform in their bounds."""
@@ -204,11 +206,11 @@ class ActionSpace(gym.spaces.Box):
         action = super().sample(mask) if probability is None else super().sample(mask, probability)
         if self.pose:
             rng, rows = self.np_random, action.shape[:-1]
-            if self.absolute:
-                low, high = np.maximum(self.low[..., :3], REACH_LOW), np.minimum(self.high[..., :3], REACH_HIGH)
-                apart = low > high  # bounds narrowed off the reach (SB3VecEnv's arm_limit): the bounds' own range
-                low, high = np.where(apart, self.low[..., :3], low), np.where(apart, self.high[..., :3], high)
-                action[..., :3] = rng.uniform(low, high, (*rows, 3))
+            reach_low, reach_high = (REACH_LOW, REACH_HIGH) if self.absolute else (-DELTA_MOVE, DELTA_MOVE)
+            low, high = np.maximum(self.low[..., :3], reach_low), np.minimum(self.high[..., :3], reach_high)
+            apart = low > high  # bounds narrowed off the reach (SB3VecEnv's arm_limit): the bounds' own range
+            low, high = np.where(apart, self.low[..., :3], low), np.where(apart, self.high[..., :3], high)
+            action[..., :3] = rng.uniform(low, high, (*rows, 3))
             tilt, yaw, centre = (MAX_TILT, MAX_YAW, DOWN) if self.absolute else (DELTA_TURN, DELTA_TURN, (0, 0, 0, 1))
             turns = [random_turn(rng, tilt, yaw) for _ in range(int(np.prod(rows, dtype=np.int64)))]
             action[..., QUATERNION] = np.reshape([quaternion_product(turn, centre) for turn in turns], (*rows, 4))
