@@ -184,7 +184,7 @@ class BareMain(Loop):
     def run(self, calls: int) -> int:
         env, n, workers = self.env, self.num_envs, len(self.commands)
         for _ in range(calls):
-            env._actions[:, :1] = env._check_actions(self.actions, n, False)
+            env._actions[:, :1] = env._check_actions(self.actions, env._pool.everyone, False)
             page = self.buffers.filling
             for handle, count, data in self.commands:
                 handle.write(STEP, count, data, page, 1)
@@ -209,7 +209,7 @@ class BareHalf(BareMain):
 
     def send(self, ids: list[int]) -> None:
         env = self.env
-        env._actions[ids, :1] = env._check_actions(self.actions[:len(ids)], len(ids), False)
+        env._actions[ids, :1] = env._check_actions(self.actions[:len(ids)], ids, False)
         page = self.buffers.filling
         for handle, entries, (_, data) in self.pool.commands._claims(ids):
             handle.write(STEP, len(entries), data, page, 1)

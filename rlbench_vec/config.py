@@ -52,7 +52,8 @@ def resolve_backend(name: str) -> str:
         return name
     if importlib.util.find_spec("rlbench") is not None:
         return "rlbench"
-    log.warning("rlbench is not installed: backend='auto' uses the embedded MuJoCo backend.")
+    # the documented default, said at info level: a warning on every run of every command was noise
+    log.info("rlbench is not installed: backend='auto' uses the embedded MuJoCo backend.")
     return "mujoco"
 
 
@@ -273,6 +274,8 @@ class VectorConfig:
     cpu_affinity: pin each worker to one core of this local rank's share of the cores.
     record: per-env video (True for the defaults, or a VideoConfig).
     as_torch / device: return torch tensors; device="cuda" delivers them on the GPU (rlbench_vec.engine.tensors).
+    clip_actions: an action outside the action space's bounds is clipped to them and its env flagged with
+        info["action_clipped"]; False refuses it with an ActionError instead.
     """
 
     num_envs: int = 1
@@ -296,6 +299,7 @@ class VectorConfig:
     record: bool | VideoConfig = False
     as_torch: bool = False
     device: str | None = None
+    clip_actions: bool = True
 
     def validated(self) -> VectorConfig:
         n = integer("num_envs", self.num_envs, 1)
@@ -309,7 +313,7 @@ class VectorConfig:
             "max_restarts_total": integer("max_restarts_total", self.max_restarts_total, 0),
             "record": self._video(n),
         }
-        for name in ("copy_obs", "eager_reset", "cpu_affinity", "as_torch"):
+        for name in ("copy_obs", "eager_reset", "cpu_affinity", "as_torch", "clip_actions"):
             values[name] = flag(name, getattr(self, name))
         for name in ("step_timeout_s", "reset_timeout_s", "start_timeout_s"):
             values[name] = positive(name, getattr(self, name))

@@ -2,13 +2,13 @@
 
 `make_env(...)` wraps a 1-env RLBenchVectorEnv (so the simulator still runs in its own worker
 process, with crash recovery) and unbatches what it returns. Observations are copies, so they are
-yours to keep. Importing this module also registers the id "rlbench_vec/RLBench-v0":
-gymnasium.make builds this class and gymnasium.make_vec builds an RLBenchVectorEnv.
+yours to keep; a scalar (gripper_open) comes as shape (1,). gymnasium.make("rlbench_vec/RLBench-v0")
+builds this class (rlbench_vec/__init__.py registers the id).
 """
 
 from __future__ import annotations
 
-from typing import Any, SupportsFloat
+from typing import Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -16,12 +16,19 @@ import numpy as np
 from .errors import ConfigError
 from .vector_env import RLBenchVectorEnv
 
-ENV_ID = "rlbench_vec/RLBench-v0"
 VECTOR_ONLY = ("num_envs", "as_torch", "device", "autoreset_mode", "spare_envs", "envs_per_worker")  # vector-env only
 
 
 def _unbatch_obs(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {key: np.array(value[0]) for key, value in obs.items()}  # copies out of shared memory
+    return {key: np.array(value[0], ndmin=1) for key, value in obs.items()}  # copies out of shared memory
+
+
+def _single_space(space: gym.spaces.Dict) -> gym.spaces.Dict:
+    """The vector env's per-env space, each scalar (gripper_open; misc's near and far) as shape (1,): RLBench's
+    value as its get_low_dim_data lists it, and a shape every checker (SB3's too) takes."""
+    boxes = {key: cast(gym.spaces.Box, box) for key, box in space.items()}
+    return gym.spaces.Dict({key: gym.spaces.Box(box.low.reshape(-1), box.high.reshape(-1), dtype=box.dtype.type)
+                            if box.shape == () else box for key, box in boxes.items()})
 
 
 def _unbatch_info(info: dict[str, Any]) -> dict[str, Any]:
@@ -52,7 +59,7 @@ class RLBenchEnv(gym.Env):
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ConfigError(f"render_mode must be None or 'rgb_array', got {render_mode!r}.")
         self.vector_env = RLBenchVectorEnv(num_envs=1, task=task, **kwargs)
-        self.observation_space = self.vector_env.single_observation_space
+        self.observation_space = _single_space(cast(gym.spaces.Dict, self.vector_env.single_observation_space))
         self.action_space = self.vector_env.single_action_space
         self.render_mode = render_mode
         self.render_camera = render_camera
@@ -92,5 +99,3 @@ def make_env(task: str = "reach_target", **kwargs: Any) -> RLBenchEnv:
     RLBenchVectorEnv (backend, cameras, low_dim, arm_mode, ...)."""
     return RLBenchEnv(task=task, **kwargs)
 
-
-gym.register(ENV_ID, entry_point=RLBenchEnv, vector_entry_point=RLBenchVectorEnv)

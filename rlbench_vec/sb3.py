@@ -137,7 +137,7 @@ class SB3VecEnv(VecEnv):
             arm[QUATERNION] = False  # the quaternion keeps [-1, 1]
         low, high = space.low.copy(), space.high.copy()
         low[arm], high[arm] = -arm_limit, arm_limit
-        return ActionSpace(low, high, space.pose)
+        return ActionSpace(low, high, space.pose, absolute=space.absolute)
 
     # ------------------------------------------------------------------ observations
     def _observations(self, obs: Mapping[str, np.ndarray], rows: int) -> VecEnvObs:

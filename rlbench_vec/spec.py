@@ -7,6 +7,7 @@ Shapes and dtypes follow RLBench's `Observation`: see ../shared/RLBENCH_API.md.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -17,11 +18,14 @@ from .backends import backend_class
 from .config import POSE_ARM_MODES, EnvConfig
 
 PANDA_JOINTS = 7
-GRIPPER_BOUNDS = {"discrete": (0.0, 1.0), "joint_position": (0.0, 0.04)}
 # The Panda's joint limits (rad) and velocity limits (rad/s), as in Franka's datasheet and RLBench's model
 PANDA_Q_MIN = np.array([-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973])
 PANDA_Q_MAX = np.array([2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973])
 PANDA_DQ_MAX = np.array([2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61])
+PANDA_TAU_MAX = np.array([87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])  # joint torque limits (N m)
+FINGER_MAX = 0.04  # each finger opens 0..0.04 m
+PANDA_REACH = 1.5  # m from its base: more than the stretched arm with its hand (1.4 m)
+GRIPPER_BOUNDS = {"discrete": (0.0, 1.0), "joint_position": (0.0, FINGER_MAX)}
 # RLBench's table (top height, centre and half extent in x, y) and the box a pose target must lie in: the
 # table's box widened by 0.2 m and up to 1 m above it, like RLBench's planning workspace
 TABLE_TOP_Z = 0.752
@@ -29,10 +33,22 @@ TABLE_CENTER = (0.2, 0.0)
 TABLE_HALF = (0.6, 0.55)
 WORKSPACE_LOW = np.array([TABLE_CENTER[0] - TABLE_HALF[0] - 0.2, -TABLE_HALF[1] - 0.2, TABLE_TOP_Z - 0.05])
 WORKSPACE_HIGH = np.array([TABLE_CENTER[0] + TABLE_HALF[0] + 0.2, TABLE_HALF[1] + 0.2, TABLE_TOP_Z + 1.0])
+# Where a random pose action goes (ActionSpace.sample): the Panda stands at ROBOT_BASE, on the table's edge; its
+# gripper reaches the box in front of it, above the table, pointing down (DOWN, xyzw) give or take MAX_TILT and
+# turned about the vertical by up to MAX_YAW. RLBench's workspace is wider, but much of it is out of reach.
+ROBOT_BASE = np.array([-0.3, 0.0, TABLE_TOP_Z])
+REACH_LOW = ROBOT_BASE + [0.25, -0.35, 0.1]
+REACH_HIGH = ROBOT_BASE + [0.65, 0.35, 0.5]
+DOWN = (1.0, 0.0, 0.0, 0.0)
+MAX_TILT = 0.3
+MAX_YAW = math.pi / 2
+DELTA_TURN = 0.1  # a random delta pose turns by up to this (rad) each way: its turns add up over an episode
 # A delta action's bounds: RLBench's JointPositionActionMode moves a joint at most 0.1 rad per action;
-# RLBench bounds no delta pose, so a move of at most 5 cm per axis stands in (the bench's actions move 1 cm)
+# RLBench bounds no delta pose, so a move is bounded by the workspace's extent (a longer one must leave it);
+# random delta poses move up to DELTA_MOVE per axis
 DELTA_JOINT_BOUND = 0.1
-DELTA_POSITION_BOUND = 0.05
+DELTA_POSITION_BOUND = WORKSPACE_HIGH - WORKSPACE_LOW
+DELTA_MOVE = 0.05
 QUATERNION = slice(3, 7)  # of a pose action: x y z, then the quaternion x y z w
 
 
@@ -139,38 +155,87 @@ def action_bounds(config: EnvConfig) -> tuple[np.ndarray, np.ndarray]:
     return low, high
 
 
-def observation_box(spec: ArraySpec) -> gym.spaces.Box:
-    """One observation key's space: images in [0, 255], every other array unbounded."""
+MASK_IDS = 2**24  # a mask holds ids in 24 bits of colour (RLBench's rgb_handles_to_mask)
+LIMIT_GIVE = 0.01  # rad or m past a joint's limit that a simulator's soft limit lets it go (MuJoCo's: ~0.1 mm)
+
+
+def observation_bounds(name: str, spec: ArraySpec, config: EnvConfig) -> tuple[Any, Any]:
+    """One observation key's physical limits, or (-inf, inf) where it has none (joint velocities, which
+    impacts may push past the Panda's rated ones; point clouds; task_low_dim_state; the cameras' misc)."""
+    reach_low, reach_high = ROBOT_BASE - PANDA_REACH, ROBOT_BASE + PANDA_REACH
     if spec.dtype == np.uint8:
-        return gym.spaces.Box(0, 255, spec.shape, np.uint8)
-    return gym.spaces.Box(-np.inf, np.inf, spec.shape, spec.dtype)
+        return 0, 255
+    if name.endswith("_depth"):  # RLBench's depth is normalised from near to far unless in metres
+        return 0.0, np.inf if config.depth_in_meters else 1.0
+    if name.endswith("_mask"):
+        return 0.0, MASK_IDS - 1
+    if name == "gripper_matrix":
+        low, high = np.full((4, 4), -1.0), np.full((4, 4), 1.0)
+        low[:3, 3], high[:3, 3] = reach_low, reach_high
+        low[3], high[3] = (0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0, 1.0)
+        return low, high
+    return {
+        "joint_positions": (PANDA_Q_MIN - LIMIT_GIVE, PANDA_Q_MAX + LIMIT_GIVE),
+        "joint_forces": (-PANDA_TAU_MAX, PANDA_TAU_MAX),
+        "gripper_open": (0.0, 1.0),
+        "gripper_pose": (np.r_[reach_low, -np.ones(4)], np.r_[reach_high, np.ones(4)]),
+        "gripper_joint_positions": (-LIMIT_GIVE, FINGER_MAX + LIMIT_GIVE),
+    }.get(name, (-np.inf, np.inf))
+
+
+def observation_space(config: EnvConfig, layout: dict[str, ArraySpec]) -> gym.spaces.Dict:
+    """One env's observation space: a Box per key of the layout, within observation_bounds."""
+    return gym.spaces.Dict({name: gym.spaces.Box(*observation_bounds(name, spec, config), spec.shape,
+                                                 spec.dtype.type) for name, spec in layout.items()})
 
 
 class ActionSpace(gym.spaces.Box):
     """The actions of one env, or of a batch of envs (leading dimensions), as a Box whose samples are
-    valid actions: in the pose modes each sample's quaternion is normalised to unit length (RLBench
-    refuses any other), which keeps it inside [-1, 1]. What a sample can still fail at is the robot's
-    reach: a pose without an IK solution, or a delta that leaves the workspace, ends that env's episode
-    as an invalid action (info["invalid_action"])."""
+    valid actions. In the pose modes (`pose`) a sample is a pose the robot reaches: an absolute position
+    inside REACH_LOW..REACH_HIGH or a move of up to DELTA_MOVE (where the bounds meet them), a unit quaternion
+    within MAX_TILT of the gripper pointing down and turned by up to MAX_YAW about the vertical (absolute),
+    or a turn of up to DELTA_TURN each way (a delta); the other numbers (the gripper's, any flag) are
+    uniform in their bounds."""
 
-    def __init__(self, low: np.ndarray, high: np.ndarray, pose: bool, seed: Any = None):
+    def __init__(self, low: np.ndarray, high: np.ndarray, pose: bool, seed: Any = None, absolute: bool = True):
         super().__init__(low, high, dtype=np.float32, seed=seed)
-        self.pose = pose
+        self.pose, self.absolute = pose, absolute
 
     def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
         # gymnasium 1.0's Box.sample takes no probability
         action = super().sample(mask) if probability is None else super().sample(mask, probability)
         if self.pose:
-            quaternion = action[..., QUATERNION]
-            norm = np.linalg.norm(quaternion, axis=-1, keepdims=True)
-            identity = np.array([0.0, 0.0, 0.0, 1.0], np.float32)
-            action[..., QUATERNION] = np.where(norm > 1e-6, quaternion / np.maximum(norm, 1e-6), identity)
+            rng, rows = self.np_random, action.shape[:-1]
+            reach_low, reach_high = (REACH_LOW, REACH_HIGH) if self.absolute else (-DELTA_MOVE, DELTA_MOVE)
+            low, high = np.maximum(self.low[..., :3], reach_low), np.minimum(self.high[..., :3], reach_high)
+            apart = low > high  # bounds narrowed off the reach (SB3VecEnv's arm_limit): the bounds' own range
+            low, high = np.where(apart, self.low[..., :3], low), np.where(apart, self.high[..., :3], high)
+            action[..., :3] = rng.uniform(low, high, (*rows, 3))
+            tilt, yaw, centre = (MAX_TILT, MAX_YAW, DOWN) if self.absolute else (DELTA_TURN, DELTA_TURN, (0, 0, 0, 1))
+            turns = [random_turn(rng, tilt, yaw) for _ in range(int(np.prod(rows, dtype=np.int64)))]
+            action[..., QUATERNION] = np.reshape([quaternion_product(turn, centre) for turn in turns], (*rows, 4))
         return action
 
     def batched(self, count: int) -> ActionSpace:
         """The same space for `count` envs: (count, A), every row's samples valid."""
         return ActionSpace(np.repeat(self.low[None], count, 0), np.repeat(self.high[None], count, 0), self.pose,
-                           seed=int(self.np_random.integers(2**31)))
+                           seed=int(self.np_random.integers(2**31)), absolute=self.absolute)
+
+
+def quaternion_product(a: Any, b: Any) -> np.ndarray:
+    """a * b of quaternions x y z w: the rotation b, then a."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
+
+
+def random_turn(rng: np.random.Generator, max_tilt: float, max_yaw: float) -> np.ndarray:
+    """A rotation (xyzw) about a random horizontal axis by up to max_tilt, then about the vertical by up to
+    max_yaw."""
+    axis, tilt, yaw = rng.uniform(0.0, 2 * math.pi), rng.uniform(0.0, max_tilt), rng.uniform(-max_yaw, max_yaw)
+    tilted = (math.cos(axis) * math.sin(tilt / 2), math.sin(axis) * math.sin(tilt / 2), 0.0, math.cos(tilt / 2))
+    return quaternion_product((0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)), tilted)
 
 
 class BatchedBox(gym.spaces.Box):
@@ -182,13 +247,19 @@ class BatchedBox(gym.spaces.Box):
         shape = (count, *single.shape)
         gym.spaces.Space.__init__(self, shape, single.dtype, seed)
         self.single, self.count = single, count
-        self.low, self.high = np.broadcast_to(single.low, shape), np.broadcast_to(single.high, shape)
-        self.bounded_below = np.broadcast_to(single.bounded_below, shape)
-        self.bounded_above = np.broadcast_to(single.bounded_above, shape)
+        self.low, self.high = repeated(single.low, count), repeated(single.high, count)
+        self.bounded_below = repeated(single.bounded_below, count)
+        self.bounded_above = repeated(single.bounded_above, count)
         self.low_repr, self.high_repr = single.low_repr, single.high_repr
 
     def __reduce__(self) -> tuple:  # pickled as the single Box and the count, never as full bounds
         return BatchedBox, (self.single, self.count)
+
+
+def repeated(array: np.ndarray, count: int) -> np.ndarray:
+    """`array` stacked `count` times as a view (stride 0): writable like a Box's own bounds, since torch warns
+    at read-only arrays (TorchRL's spec conversion reads them). Writing one row would write them all."""
+    return np.lib.stride_tricks.as_strided(array, (count, *array.shape), (0, *array.strides), writeable=True)
 
 
 def batched_observations(single: gym.spaces.Dict, count: int) -> gym.spaces.Dict:
@@ -199,4 +270,4 @@ def batched_observations(single: gym.spaces.Dict, count: int) -> gym.spaces.Dict
 def action_space(config: EnvConfig) -> ActionSpace:
     """One env's action space: action_bounds, with valid samples."""
     low, high = action_bounds(config)
-    return ActionSpace(low, high, pose=config.arm_mode in POSE_ARM_MODES)
+    return ActionSpace(low, high, pose=config.arm_mode in POSE_ARM_MODES, absolute=config.absolute_mode)

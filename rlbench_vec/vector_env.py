@@ -21,7 +21,6 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
@@ -36,7 +35,7 @@ from .engine.plan import make_plan
 from .engine.pool import Pool, Resources
 from .engine.results import Batch
 from .errors import ActionError, ClosedError, ConfigError, ResetNeeded, WorkerError
-from .spec import action_size, action_space, batched_observations, observation_box
+from .spec import action_size, action_space, batched_observations, observation_space
 from .wire import shm
 from .wire.process import bootstrapping
 from .wire.protocol import OBSERVE, RESULT
@@ -49,12 +48,8 @@ AUTORESET = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SA
 class RLBenchVectorEnv(VectorEnv):
     """num_envs RLBench-style environments in worker processes, observations in shared memory.
 
-    Options (keyword): every field of EnvConfig (task, backend, cameras, image_size, modalities,
-    low_dim, misc, depth_in_meters, arm_mode, absolute_mode, gripper_mode, max_episode_steps,
-    renderer, backend_options) and of VectorConfig (envs_per_worker, seed, copy_obs, max_chunk,
-    chunk_obs, autoreset_mode, eager_reset, spare_envs, step_timeout_s, reset_timeout_s,
-    start_timeout_s, max_restarts_per_env, max_restarts_total, recycle_after_episodes,
-    max_worker_rss_mb, display, cpu_affinity, record, as_torch, device); see their docstrings.
+    Options (keyword): every field of EnvConfig (task, backend, cameras, arm_mode, ...) and of VectorConfig
+    (envs_per_worker, seed, copy_obs, clip_actions, ...), each explained in its class's docstring.
     on_worker_ready(ready, total) is called as workers come up (start-up can take minutes).
     """
 
@@ -87,7 +82,7 @@ class RLBenchVectorEnv(VectorEnv):
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         n = self.num_envs = vc.num_envs
         self._action_size = action_size(config)
-        self.single_observation_space = gym.spaces.Dict({k: observation_box(s) for k, s in layout.items()})
+        self.single_observation_space = observation_space(config, layout)
         self.observation_space = batched_observations(self.single_observation_space, n)
         self.single_action_space = action_space(config)  # its samples are valid actions
         self.action_space = self.single_action_space.batched(n)
@@ -130,9 +125,11 @@ class RLBenchVectorEnv(VectorEnv):
             self._pool.drain()
             self._interrupted, self._sync = False, None
 
-    def _check_actions(self, values: Any, count: int, chunked: bool) -> np.ndarray:
-        return checks.actions(values, count, chunked, self.vector_config.max_chunk, self.env_config,
-                              self._action_low, self._action_high)
+    def _check_actions(self, values: Any, ids: Any, chunked: bool) -> np.ndarray:
+        batch, self._output.clipped[ids] = checks.actions(values, len(ids), chunked, self.vector_config.max_chunk,
+                                                          self.env_config, self._action_low, self._action_high,
+                                                          self.vector_config.clip_actions)
+        return batch
 
     def _check_idle(self, ids: np.ndarray, what: str) -> None:
         if not self._pool.table.busy:
@@ -180,6 +177,7 @@ class RLBenchVectorEnv(VectorEnv):
                                                           self.vector_config, self._state_size)
         if self._pool.table.busy:
             self._pool.drain()
+            self._output.clipped[:] = False  # the flags of the steps drained
         self._first_reset = False
         kinds = np.where(mask, RESULT, OBSERVE).tolist()
         self._pool.reset(np.arange(self.num_envs), seeds, options_per_env, kinds)
@@ -210,7 +208,7 @@ class RLBenchVectorEnv(VectorEnv):
         everyone = self._pool.everyone
         self._check_idle(everyone, "step()")
         chunked = np.ndim(actions) == 3
-        batch = self._check_actions(actions, self.num_envs, chunked)
+        batch = self._check_actions(actions, everyone, chunked)
         self._check_episodes(everyone)
         self._actions[:, :batch.shape[1]] = batch
         self._pool.step(everyone, batch.shape[1], ordered=True)
@@ -232,7 +230,7 @@ class RLBenchVectorEnv(VectorEnv):
             raise ConfigError("a full batch from step_async() is in flight: step_wait() it before send().")
         self._check_idle(ids, "send()")
         chunked = np.ndim(actions) == 3
-        batch = self._check_actions(actions, len(ids), chunked)
+        batch = self._check_actions(actions, ids, chunked)
         self._check_episodes(ids)
         k = batch.shape[1]
         if env_ids is None:

@@ -39,6 +39,15 @@ def own_segments() -> set[str]:
     return {name for name in os.listdir(SHM_DIR) if name.startswith(f"{PREFIX}_{os.getpid()}_")}
 
 
+def file_identity(path: str) -> tuple[int, int] | None:
+    """Inode and change time of a file, or None: a file another program makes later at the same path differs."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return stat.st_ino, stat.st_ctime_ns
+
+
 def live_children() -> list[psutil.Process]:
     return [
         p for p in psutil.Process().children(recursive=True) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE

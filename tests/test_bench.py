@@ -166,11 +166,13 @@ def test_ctrl_c_or_sigterm_ends_the_bench_with_one_line_and_nothing_left(stop, s
 
 def test_the_progress_bar_counts_the_workers_that_start():
     updates = []
-    bar = bench_report.Progress(enabled=False)
-    assert bar.task("starting workers")(1, 2) is None  # disabled: a no-op that takes what the pool reports
+    assert bench_report.Progress(enabled=False).task("starting workers")(1, 2) is None  # a no-op, as reported to
+    bar = bench_report.Progress(enabled=True)
+    starting = bar.task("starting workers")
+    assert bar.bar is None  # nothing drawn before the first report: a refused config's error stands alone
     bar.bar = types.SimpleNamespace(add_task=lambda description, total: 0,
                                     update=lambda task, **fields: updates.append(fields))
-    bar.task("starting workers")(1, 2)
+    starting(1, 2)
     bar.task("stepping", 8)(4)
     assert updates == [{"completed": 1, "total": 2}, {"completed": 4, "total": 8}]
 

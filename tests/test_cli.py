@@ -31,6 +31,8 @@ def run(command: list[str], timeout: float = 120) -> subprocess.CompletedProcess
     (["--min_envs", "0"], "argument --min_envs: must be an integer >= 1, got 0"),
     (["--steps", "two"], "argument --steps: 'two' is not an integer"),
     (["--spare_envs", "-1"], "argument --spare_envs: must be an integer >= 0, got -1"),
+    (["--backend_options", "{bad"], "argument --backend_options: '{bad' is not JSON (Expecting property name"),
+    (["--backend_options", "[1]"], "argument --backend_options: '[1]' is JSON but not an object: give an object"),
 ])
 def test_the_bench_says_bad_input_in_one_line(flags, message):
     done = run([*BENCH, "--backend", "synthetic", *flags])
@@ -38,6 +40,14 @@ def test_the_bench_says_bad_input_in_one_line(flags, message):
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("python -m rlbench_vec.bench: error: "), done.stderr
     assert message in done.stderr
     assert done.stdout == ""
+
+
+def test_a_misspelt_task_is_the_bench_s_only_line_even_with_its_progress_bar():
+    """No progress bar drawn before the error, no notice of the default backend: the error alone."""
+    done = run([sys.executable, "-m", "rlbench_vec.bench", "--steps", "2", "--task", "opn_drawer"])
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("python -m rlbench_vec.bench: error: unknown task 'opn_drawer'"), done.stderr
+    assert "Closest tasks here: 'open_drawer'" in done.stderr and done.stderr.count("\n") == 1, done.stderr
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -24,6 +24,8 @@ from conftest import extra_reason, live_children, own_segments
 from PIL import Image
 
 from rlbench_vec import CAMERAS, ConfigError, Demo, RLBenchVectorEnv, VectorConfig, list_tasks
+from rlbench_vec.cli.collect import Tally, show_progress
+from rlbench_vec.cli.runs import ProgressBar
 from rlbench_vec.collect import SUMMARY_FILE, CollectConfig, collect, job_seed
 from rlbench_vec.datasets import read_episode
 from rlbench_vec.datasets.rlbench_format import DEPTH_SCALE, STAGING_FOLDER
@@ -371,3 +373,12 @@ def test_a_full_disk_stops_at_the_first_failure_with_one_line(small_disk, writer
         demo = read_episode(episode)  # every file of the episode is there and reads back
         assert len(demo.observations["front_rgb"]) == len(demo.observations["joint_positions"]) > 0
     assert not leftover_processes()
+
+
+def test_progress_of_a_run_of_several_tasks_says_its_counts_are_of_all(capsys):
+    """A line names the task under way; its counts are the whole run's, and say so."""
+    tally = Tally(planned={"reach_target": 2, "open_drawer": 3}, tasks=2)
+    tally.written["reach_target"] = 1
+    show_progress(ProgressBar(True, "demos"), "reach_target (task 1/2)", tally)
+    line = capsys.readouterr().err
+    assert line.startswith("reach_target (task 1/2): 1/5 episodes of all 2 tasks, "), line

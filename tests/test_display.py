@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
+from conftest import file_identity
 
 from rlbench_vec import display as display_module
 from rlbench_vec.display import PER_PROCESS_ENV, check_display, open_display
@@ -69,11 +70,18 @@ def wait_dead(pid: int, timeout_s: float = 10.0) -> bool:
 
 
 def leftovers(facts: dict) -> list[str]:
-    """The files of an own display that exist: its socket, its Xauthority directory, and a lock file
-    (none: with -displayfd, Xvfb takes none)."""
+    """The files of an own display that exist: its socket (the very file it had when `own_facts` read it:
+    another program's Xvfb may take the number once ours is gone), its Xauthority directory, and a lock
+    file (none: with -displayfd, Xvfb takes none)."""
     number = facts["display"][1:]
-    paths = [f"/tmp/.X11-unix/X{number}", facts["display_dir"], f"/tmp/.X{number}-lock"]
-    return [path for path in paths if os.path.exists(path)]
+    socket = f"/tmp/.X11-unix/X{number}"
+    left = [path for path in (facts["display_dir"], f"/tmp/.X{number}-lock") if os.path.exists(path)]
+    return ([socket] if file_identity(socket) == facts["socket_identity"] else []) + left
+
+
+def own_facts(facts: dict) -> dict:
+    """A display's facts with its socket's identity, read while its Xvfb runs."""
+    return {**facts, "socket_identity": file_identity(f"/tmp/.X11-unix/X{facts['display'][1:]}")}
 
 
 def xdpyinfo(name: str, xauthority: str) -> subprocess.CompletedProcess:
@@ -91,7 +99,7 @@ def start_owners(count: int) -> list[tuple[subprocess.Popen, dict]]:
         )
         for _ in range(count)
     ]
-    return [(owner, json.loads(owner.stdout.readline())) for owner in owners]
+    return [(owner, own_facts(json.loads(owner.stdout.readline()))) for owner in owners]
 
 
 def window_depth(eye_z: float) -> float:
@@ -113,7 +121,7 @@ def mesa_vendor_library() -> str | None:
 def test_display_accepts_only_clients_with_its_cookie_and_leaves_nothing(monkeypatch, tmp_path):
     monkeypatch.delenv(PER_PROCESS_ENV, raising=False)
     display = open_display(None, True, 0)
-    facts = display.facts()
+    facts = own_facts(display.facts())
     try:
         assert display.name.startswith(":") and display.alive()
         for key, value in display.environ.items():
@@ -238,7 +246,7 @@ def test_sweep_removes_what_owners_killed_before_reporting_left():
 @needs_xvfb
 def test_alive_turns_false_when_the_xvfb_dies_and_close_still_cleans_up():
     display = start_xvfb()
-    facts = display.facts()
+    facts = own_facts(display.facts())
     os.kill(display.process.pid, signal.SIGKILL)
     deadline = time.monotonic() + 5
     while display.alive() and time.monotonic() < deadline:

@@ -4,6 +4,9 @@ call/get_attr/set_attr, render) and the single-env RLBenchEnv under gymnasium's 
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
 import warnings
 
 import gymnasium as gym
@@ -14,9 +17,9 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 from gymnasium.vector.utils import batch_space
 from gymnasium.wrappers import vector as vector_wrappers
 
-from rlbench_vec import RLBenchVectorEnv
+from rlbench_vec import ENV_ID, RLBenchVectorEnv
 from rlbench_vec.errors import ConfigError
-from rlbench_vec.gym_env import ENV_ID, RLBenchEnv
+from rlbench_vec.gym_env import RLBenchEnv
 from rlbench_vec.gym_env import make_env as make_single_env
 
 SYNTHETIC = dict(backend="synthetic", cameras=("front",), image_size=(16, 16))
@@ -82,7 +85,9 @@ def test_matches_gymnasium_sync_vector_env_step_for_step(make_env, single_envs):
         expected.append(reference.step(actions))
     reference.close()
     for got, ref in zip(results, expected):
-        assert data_equivalence(got[:-1], ref[:-1], exact=True)  # obs (reward, terminated, truncated)
+        # the single env gives a scalar (gripper_open) as shape (1,), the vector env per env as ()
+        ref_obs = {key: value.reshape(got[0][key].shape) for key, value in ref[0].items()}
+        assert data_equivalence((got[0], *got[1:-1]), (ref_obs, *ref[1:-1]), exact=True)  # obs, reward, ends
         # info: a superset of gymnasium's (ours adds info["autoreset"] on autoreset steps)
         assert all(data_equivalence(got[-1][key], value) for key, value in ref[-1].items())
 
@@ -119,6 +124,19 @@ def test_call_get_attr_set_attr(make_env):
     assert env.call("task_state_size", env.env_config, env_ids=[1]) == (3,)  # a method, with arguments
     with pytest.raises(ConfigError, match="public"):
         env.get_attr("_bound")
+
+
+def test_importing_the_package_alone_registers_the_id_for_make():
+    """As docs/ecosystem.md writes it, in a fresh interpreter: `import rlbench_vec`, then gymnasium.make."""
+    script = ("import gymnasium as gym, rlbench_vec\n"
+              f"env = gym.make({ENV_ID!r}, backend='synthetic', cameras=(), low_dim=('gripper_open',))\n"
+              "obs, info = env.reset(seed=0)\n"
+              "print(type(env.unwrapped).__name__, sorted(obs))\n"
+              "env.close()\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "RLBenchEnv ['gripper_open']"
 
 
 def test_make_vec_builds_the_vector_env():
@@ -163,12 +181,29 @@ def test_gymnasium_make_with_its_own_checks():
         env.close()
 
 
+@needs_mujoco
+def test_the_default_observations_have_finite_bounds_wherever_a_physical_limit_exists():
+    """gymnasium's checker on the id with the default observations (cameras cut to one, smaller): five
+    warnings, no more: its advice to normalise the action space (RLBench's units are kept) and the two
+    unbounded keys, joint velocities and task_low_dim_state; every observation lies in its bounds."""
+    env = gym.make(ENV_ID, render_mode="rgb_array", cameras=("wrist",), image_size=(24, 16))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_env(env.unwrapped)
+        unbounded = [key for key, box in env.observation_space.items() if not box.is_bounded()]
+        assert unbounded == ["joint_velocities", "task_low_dim_state"]
+        assert len(caught) <= 5, [str(w.message) for w in caught]
+    finally:
+        env.close()
+
+
 def test_single_env_unbatches_and_asks_for_reset_after_the_end(single_envs):
     env = single_envs(**ENDS_AFTER_3)
     with pytest.raises(gym.error.ResetNeeded):
         env.step(np.zeros(8))
     obs, info = env.reset(seed=5)
-    assert obs["joint_positions"].shape == (7,) and obs["gripper_open"].shape == ()
+    assert obs["joint_positions"].shape == (7,) and obs["gripper_open"].shape == (1,)
     assert info["descriptions"] == ["synthetic reach_target"]
     for _ in range(3):
         kept = obs

@@ -10,18 +10,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_ceiling import leaked, segments, spawned_processes
+from test_ceiling import run_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
 
 
 def test_every_loop_measures_and_leaves_nothing_behind(tmp_path):
-    before, spawned = segments(), spawned_processes()
     out = tmp_path / "bound.json"
     command = ["benchmarks/machinery_bound.py", "--num_envs", "2", "--envs_per_worker", "1", "2", "--steps", "20",
                "--repeats", "2", "--json", str(out)]
-    done = subprocess.run([sys.executable, *command], cwd=REPO, env=ENV, capture_output=True, text=True, timeout=240)
+    done, left = run_benchmark(command, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(out.read_text())
     assert report["command"].startswith("python benchmarks/machinery_bound.py --num_envs 2")
@@ -32,8 +31,7 @@ def test_every_loop_measures_and_leaves_nothing_behind(tmp_path):
         assert len(result["runs_env_steps_per_s"]) == 2 and result["env_steps_per_s"] > 0, result
         # a half batch returns at least one of the two envs, and never more than both
         assert 1 <= result["env_steps_per_call"] <= 2 and (batches == "half" or result["env_steps_per_call"] == 2)
-    assert "bare both" in done.stdout and not leaked(before)
-    assert spawned_processes() <= spawned
+    assert "bare both" in done.stdout and not left, left
 
 
 def test_zero_repeats_are_refused():

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-from conftest import communicate_or_explain, live_children, own_segments, with_faulthandler
+from conftest import communicate_or_explain, file_identity, live_children, own_segments, with_faulthandler
 
 from rlbench_vec import BackendUnavailableError, ClosedError, RestartBudgetExceeded, RLBenchVectorEnv, WorkerError
 from rlbench_vec.wire.shm import SHM_DIR, pid_namespace
@@ -257,7 +257,7 @@ def test_main_process_death_or_ctrl_c_leaves_nothing(how):
 
 
 def test_segments_of_dead_owners_are_swept_at_start(make_env):
-    dead_pid = 2 ** 22 + 12345  # above the default pid_max: no such process
+    dead_pid = 2 ** 22 + os.getpid()  # above the largest pid_max: no such process; ours alone (a suite beside us)
     stale = os.path.join(SHM_DIR, f"rlbv_{dead_pid}_{pid_namespace()}_feedfacecafe")
     foreign = os.path.join(SHM_DIR, f"rlbv_{dead_pid}_{pid_namespace() + 1}_feedfacecafe")  # another container's
     for path in (stale, foreign):
@@ -368,10 +368,15 @@ def test_ctrl_c_inside_step_leaves_the_env_usable(make_env):
     assert step_counts(obs) == [2, 2]
 
 
+def x_socket(display: str) -> str:
+    return f"/tmp/.X11-unix/X{display.lstrip(':')}"
+
+
 def test_a_dead_display_is_a_worker_fault_seen_while_stepping(make_env):
     env = make_env(num_envs=2, envs_per_worker=1, cameras=(), backend_options={"needs_display": True})
     env.reset(seed=0)
     facts = env.worker_facts[0]
+    dead_socket = file_identity(x_socket(facts["display"]))
     os.kill(facts["xvfb_pid"], signal.SIGKILL)
     time.sleep(1.5)  # the worker's watchdog looks every 0.5 s
     deadline = time.monotonic() + 30
@@ -380,9 +385,12 @@ def test_a_dead_display_is_a_worker_fault_seen_while_stepping(make_env):
         if truncated[0]:
             break
     assert info["restarted"][0] and "X display" in info["restart_reason"][0]
-    displays = {facts["display"]} | {f["display"] for f in env.worker_facts}
+    sockets = {x_socket(f["display"]): file_identity(x_socket(f["display"])) for f in env.worker_facts}
     env.close()
-    left = [name for name in displays if os.path.exists(f"/tmp/.X11-unix/X{name.lstrip(':')}")]
+    sockets[x_socket(facts["display"])] = dead_socket
+    assert None not in sockets.values()
+    # the same files, not merely the paths: another program's Xvfb may take a number ours freed
+    left = [path for path, identity in sockets.items() if file_identity(path) == identity]
     assert not left, f"X sockets outlived their Xvfb: {left}"
 
 

@@ -170,7 +170,7 @@ def test_observations_config_mapping_and_episode_flow(double, rlbench_env):
     before = {k: v.copy() for k, v in obs.items()}
     bad = actions.copy()
     bad[0, 3:7] = [0.5, 0.5, 0.0, 0.0]  # not a unit quaternion
-    bad[1, 0] = 111  # the double raises a raw pyrep IKError
+    bad[1, 0] = -0.0111  # the double raises a raw pyrep IKError
     obs, reward, terminated, truncated, info = env.step(bad)
     assert list(reward) == [0.0, 0.0] and list(terminated) == [True, True] and not truncated.any()
     assert info["error"][0].startswith("InvalidActionError: ") and info["error"][1].startswith("IKError: ")

@@ -205,14 +205,15 @@ def test_ppo_with_camera_images_and_multi_input_policy(sb3_env):
     assert model.observation_space["front_rgb"].shape == (3, 64, 64)  # SB3 transposed the images itself
 
 
-@pytest.mark.parametrize("arm_mode", ["joint_velocity", "ik"])
+@pytest.mark.parametrize("arm_mode", ["joint_velocity", "joint_position", "ik", "planning"])
 def test_sb3_check_env_passes_on_the_single_env(arm_mode):
     """SB3's checker takes a single gymnasium.Env and refuses unbounded actions: the env's own bounds
-    pass, and its random actions step. It cannot check a 0-d Box under numpy 2 (its bounds check calls
-    np.where on it), hence low_dim without gripper_open."""
-    env = make_single_env("reach_target", backend="mujoco", cameras=("front",), image_size=(64, 64),
-                          modalities=("rgb",), low_dim=LOW_DIM, arm_mode=arm_mode, max_episode_steps=10)
+    pass, its random actions step, and its observations (the default low-dim fields, gripper_open as shape
+    (1,) among them) lie in their finite bounds."""
+    env = make_single_env("reach_target", backend="mujoco", cameras=("front",), image_size=(32, 32),
+                          modalities=("rgb", "depth", "mask"), arm_mode=arm_mode, max_episode_steps=10)
     try:
+        assert env.observation_space["gripper_open"].shape == (1,)
         check_env(env, warn=False)
     finally:
         env.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import own_segments
 
 from rlbench_vec.errors import ConfigError
 from rlbench_vec.wire import shm
@@ -84,7 +85,9 @@ def test_the_main_process_never_waits_for_a_claim_lock():
 
 
 def test_segments_and_boot_logs_of_dead_owners_are_swept():
-    dead = 2 ** 22 + 4321  # above the default pid_max: no such process
+    # above the largest pid_max (2**22): no such process; our own pid in it, so that a second copy of the suite
+    # running at once makes (and sweeps) other names
+    dead = 2 ** 22 + os.getpid()
     names = [f"rlbv_{dead}_{shm.pid_namespace()}_abcdef", f"rlbv_{dead}_{shm.pid_namespace()}_abcdef-boot0-0"]
     for name in names:
         Path(shm.SHM_DIR, name).write_bytes(b"x")
@@ -95,10 +98,10 @@ def test_segments_and_boot_logs_of_dead_owners_are_swept():
 def test_a_block_larger_than_the_free_shared_memory_fails_at_creation_and_leaves_nothing():
     stat = os.statvfs(shm.SHM_DIR)
     too_big = stat.f_bavail * stat.f_frsize + (1 << 30)  # a sparse file could be this large; its pages cannot
-    before = set(os.listdir(shm.SHM_DIR))
+    before = own_segments()  # ours only: other programs on the machine make and remove their own
     with pytest.raises(ConfigError, match=r"no room for the .* shared-memory block .*--shm-size=\d+g, or --ipc=host"):
         shm.SharedBuffers.create({"obs": ((too_big,), np.dtype(np.uint8)), "control": ((3,), np.dtype(np.int64))})
-    assert set(os.listdir(shm.SHM_DIR)) == before
+    assert own_segments() == before
 
 
 def test_a_worker_maps_the_block_with_its_pages_present():

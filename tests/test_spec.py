@@ -18,8 +18,11 @@ from rlbench_vec import CAMERAS, EnvConfig, RLBenchVectorEnv
 from rlbench_vec.config import ARM_MODES, GRIPPER_MODES
 from rlbench_vec.spec import (
     QUATERNION,
+    REACH_HIGH,
+    REACH_LOW,
     WORKSPACE_HIGH,
     WORKSPACE_LOW,
+    ActionSpace,
     action_bounds,
     action_space,
     batched_observations,
@@ -43,8 +46,19 @@ def test_bounds_are_finite_and_samples_are_inside_them(arm_mode, absolute, gripp
     assert all(space.contains(sample) for sample in samples)
     if arm_mode in ("ik", "planning"):
         np.testing.assert_allclose(np.linalg.norm(samples[:, QUATERNION], axis=1), 1.0, atol=1e-5)
-        if absolute:
-            assert (samples[:, :3] >= WORKSPACE_LOW - 1e-6).all() and (samples[:, :3] <= WORKSPACE_HIGH + 1e-6).all()
+        if absolute:  # inside the workspace, where the arm reaches
+            assert (samples[:, :3] >= REACH_LOW - 1e-6).all() and (samples[:, :3] <= REACH_HIGH + 1e-6).all()
+            assert (REACH_LOW >= WORKSPACE_LOW).all() and (REACH_HIGH <= WORKSPACE_HIGH).all()
+
+
+def test_pose_samples_stay_inside_bounds_narrowed_off_the_reach():
+    """SB3VecEnv's arm_limit narrows an absolute position to ±arm_limit, off the box the arm reaches: samples
+    then keep to the bounds."""
+    space = action_space(config("ik", True))
+    low, high = space.low.copy(), space.high.copy()
+    low[:3], high[:3] = -0.05, 0.05
+    narrowed = ActionSpace(low, high, pose=True, seed=0, absolute=True)
+    assert all(narrowed.contains(narrowed.sample()) for _ in range(50))
 
 
 def test_the_batched_space_samples_valid_rows_and_keeps_the_bounds():
@@ -72,20 +86,20 @@ REACH_FAILURES = ("IK found no joint configuration", "outside the workspace")
 @pytest.mark.parametrize("arm_mode, absolute", MODES)
 def test_a_random_policy_sends_only_valid_actions(arm_mode, absolute):
     """env.action_space.sample() in every arm mode on the MuJoCo backend: joint actions are never invalid,
-    and a pose sample fails only where the robot cannot reach it, never for its form (a non-unit
-    quaternion, NaN, a wrong shape)."""
+    and at most 5% of pose samples fail, only where the robot cannot reach them (IK), never for their form
+    (a non-unit quaternion, NaN, a wrong shape)."""
+    pose = arm_mode in ("ik", "planning")
     with RLBenchVectorEnv(num_envs=2, task="reach_target", backend="mujoco", cameras=(), arm_mode=arm_mode,
                           absolute_mode=absolute, action_timing="fixed", envs_per_worker=2, seed=0) as env:
         env.reset(seed=0)
         env.action_space.seed(0)
         errors = []
-        for _ in range(6):
+        for _ in range(50 if pose else 6):
             _, _, _, _, info = env.step(env.action_space.sample())
             invalid = info.get("_invalid_action", np.zeros(2, bool))
             assert np.array_equal(invalid, info.get("_error", np.zeros(2, bool)))
             errors += [str(info["error"][i]) for i in np.flatnonzero(invalid)]
-    if arm_mode in ("joint_velocity", "joint_position"):
-        assert errors == []
+    assert len(errors) <= (5 if pose else 0), errors  # of 100 pose samples
     assert all(any(reason in error for reason in REACH_FAILURES) for error in errors), errors
 
 

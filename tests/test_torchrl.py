@@ -20,8 +20,8 @@ EPISODE = 5
 
 
 class JointPolicy(torch.nn.Module):
-    """Joint velocities in [-1, 1] from the joint positions (TorchRL's random actions over RLBench's
-    unbounded arm would be infinite); the gripper value is clipped to its bounds by the env."""
+    """Joint velocities in [-1, 1] from the joint positions; the gripper value is clipped to its bounds by the
+    env (and flagged in info["action_clipped"])."""
 
     def __init__(self):
         super().__init__()
@@ -58,3 +58,17 @@ def test_a_torchrl_collector_runs_over_the_vector_env(make_env):
         assert not torch.equal(data["joint_positions"][env_id, t + 1], data["next", "joint_positions"][env_id, t])
     episodes = int(done.sum())
     assert np.sum(env.stats()["resets"]) >= 2 + episodes  # the first reset, then one per episode end
+
+
+def test_torchrl_s_random_actions_act_in_a_joint_mode(make_env):
+    """TorchRL's random policy samples the action spec TorchRL read from the env's finite bounds (the batched
+    bounds are writable views: torch warns at read-only ones). In a joint mode every sample is valid; in the
+    pose modes TorchRL samples the Box uniformly, not through its sample(): non-unit quaternions, refused."""
+    env = make_env(num_envs=2, task="reach_target", backend="mujoco", cameras=(), low_dim=LOW_DIM,
+                   arm_mode="joint_position", absolute_mode=False, autoreset_mode="disabled")
+    assert all(space.low.flags.writeable for space in env.observation_space.values())
+    wrapped = GymWrapper(env)
+    torch.manual_seed(0)
+    rollout = wrapped.rollout(5, break_when_any_done=False)
+    assert rollout.shape == torch.Size([2, 5]) and rollout["action"].abs().max() <= 1.0
+    assert not rollout["next", "done"].any()  # no sample was refused or ended its episode as invalid

@@ -208,13 +208,35 @@ def test_bad_actions_are_refused_before_sending(make_env, actions, message):
     env.step(zeros(2))  # nothing was sent: the env still works
 
 
-def test_gripper_values_are_clipped_to_bounds(make_env):
-    env = make_env(num_envs=1)
+def test_actions_outside_the_bounds_are_clipped_and_flagged_per_env(make_env):
+    env = make_env(num_envs=3, arm_mode="joint_velocity", absolute_mode=False, low_dim=("joint_positions",))
+    start = env.reset(seed=0)[0]["joint_positions"][0, 0]
+    limit = env.single_action_space.high[0]  # the Panda's 2.175 rad/s
+    actions = np.zeros((3, A), np.float32)
+    actions[0, 0], actions[1, -1] = 100.0, 5.0  # an arm joint of env 0, the gripper of env 1
+    obs, *_, info = env.step(actions)
+    assert info["action_clipped"].tolist() == info["_action_clipped"].tolist() == [True, True, False]
+    assert env.call("last_gripper")[1] == 1.0 and obs["joint_positions"][0, 0] - start == pytest.approx(0.01 * limit)
+    *_, info = env.step(np.zeros((3, A), np.float32))
+    assert "action_clipped" not in info  # the flag belongs to the step whose actions were clipped
+    chunk = np.zeros((3, 2, A), np.float32)
+    chunk[2, 1, 3] = -1e3  # any action of a chunk
+    *_, info = env.step_chunk(chunk)
+    assert info["action_clipped"].tolist() == [False, False, True]
+    env.send(actions[:1], env_ids=[2])  # partial batches: the flag follows its env
+    *_, info = env.recv()
+    assert info["env_id"].tolist() == [2] and info["action_clipped"].tolist() == [True]
+
+
+def test_actions_outside_the_bounds_are_refused_on_request(make_env):
+    env = make_env(num_envs=2, arm_mode="joint_velocity", absolute_mode=False, clip_actions=False)
     env.reset(seed=0)
-    actions = zeros(1)
-    actions[0, -1] = 5.0
-    env.step(actions)
-    assert env.call("last_gripper")[0] == 1.0
+    actions = np.zeros((2, A), np.float32)
+    actions[1, 4] = 3.0
+    with pytest.raises(ActionError, match=r"rows \[1\].*value 3 at index 4 is outside \[-2\.61, 2\.61\].*clip_actions"):
+        env.step(actions)
+    *_, info = env.step(np.zeros((2, A), np.float32))  # nothing was sent: the env still works
+    assert "action_clipped" not in info
 
 
 def test_stats_split_time_per_env(make_env):

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..config import EnvConfig
 from ..errors import ConfigError
+from ..spec import PANDA_Q_MAX, PANDA_Q_MIN
 from .base import Backend, StepResult
 from .mujoco.tasks.rlbench_names import RLBENCH_TASKS
 
@@ -132,7 +133,7 @@ class SyntheticBackend(Backend):
         self.task = (options or {}).get("task", self.task)
         busy_wait(float(self.options.get("reset_cost_s", 0.0)))
         self.steps = 0
-        self.joints = self.rng.uniform(-1, 1, 7)
+        self.joints = self.rng.uniform(PANDA_Q_MIN, PANDA_Q_MAX)
         self.episode += 1
         self.episode_seed = int(self.rng.integers(2**31))
         return {"descriptions": [f"synthetic {self.task}"], "variation_index": 0, "task": self.task,
@@ -147,7 +148,7 @@ class SyntheticBackend(Backend):
             os.abort()  # dies by SIGABRT, like a simulator's C++ assertion
         busy_wait(self._cost(self.step_cost_s))
         self.steps += 1
-        self.joints += 0.01 * action[:7]
+        self.joints = np.clip(self.joints + 0.01 * action[:7], PANDA_Q_MIN, PANDA_Q_MAX)
         self.last_gripper = float(action[-1])  # lets tests see the action the worker received
         success = self.steps == self.options.get("episode_length")
         return StepResult(reward=float(success), terminated=success)
@@ -162,6 +163,7 @@ class SyntheticBackend(Backend):
             "images": list(images.values()), "stamped": list(first_per_camera.values()),
             "joints": [low_dim.pop(k) for k in ("joint_positions",) if k in low_dim],
             "task_state": [low_dim.pop(k) for k in ("task_low_dim_state",) if k in low_dim],
+            "matrices": [low_dim.pop(k) for k in ("gripper_matrix",) if k in low_dim],
             "low_dim": list(low_dim.values()),
         }
 
@@ -180,7 +182,7 @@ class SyntheticBackend(Backend):
             bound["pairs"], bound["episode"] = [(flat, self.noise(flat)) for flat in bound["images"]], self.episode
         for flat, values in bound["pairs"]:
             flat[:] = values
-        stamp, value = self.steps % 256, self.steps * 1e-3
+        stamp, value = self.steps % 256, self.steps % 40 * 1e-3  # inside every bounded low-dim field's space
         for flat in bound["stamped"]:
             flat[0] = stamp
         for array in bound["joints"]:
@@ -189,6 +191,8 @@ class SyntheticBackend(Backend):
             array[:] = self.steps  # the step count within the episode
         for array in bound["low_dim"]:
             array[...] = value
+        for array in bound["matrices"]:  # a pose's matrix: its last row is 0 0 0 1
+            array[:3], array[3] = value, (0.0, 0.0, 0.0, 1.0)
 
     def noise(self, flat: np.ndarray) -> np.ndarray:
         """The episode's image content: a window of this image shape's noise bank, at an offset the

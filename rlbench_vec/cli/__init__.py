@@ -15,6 +15,7 @@ env's own cleanup leaves nothing behind)."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -42,6 +43,18 @@ def _integer_at_least(least: int) -> Callable[[str], int]:
 
     parse.__name__ = f"integer >= {least}"  # argparse names the type in its messages
     return parse
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """A flag's JSON object (--backend_options): what was wrong with it, and an example, else."""
+    example = """give an object such as '{"shaped_rewards": true}'"""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"{text!r} is not JSON ({error}): {example}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{text!r} is JSON but not an object: {example}")
+    return value
 
 
 positive = _integer_at_least(1)  # counts and sizes: envs, steps, pixels, episodes

@@ -29,7 +29,7 @@ import numpy as np
 from ..config import ACTION_TIMINGS, ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, EnvConfig, VideoConfig
 from ..distributed import RankInfo, cores_of_rank
 from ..vector_env import RLBenchVectorEnv
-from . import ArgumentParser, non_negative, positive
+from . import ArgumentParser, json_object, non_negative, positive
 from .bench_actions import GRIPPER_SWITCH_P, ActionSampler
 from .bench_report import Progress, combine, print_summary
 from .bench_usage import CpuClock, gpu_used_mb, memory
@@ -46,7 +46,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--task", default=DEFAULTS.task, help="RLBench task, e.g. ReachTarget or open_drawer")
     parser.add_argument("--backend", default=DEFAULTS.backend, choices=BACKENDS,
                         help="auto: rlbench when installed, else the embedded mujoco")
-    parser.add_argument("--backend_options", type=json.loads, default={},
+    parser.add_argument("--backend_options", type=json_object, default={},
                         help='JSON, e.g. \'{"step_cost_s": 0.01}\' for the synthetic backend')
     parser.add_argument("--arm_mode", default=DEFAULTS.arm_mode, choices=ARM_MODES)
     parser.add_argument("--absolute_mode", type=int, default=int(DEFAULTS.absolute_mode), choices=(0, 1),

@@ -12,11 +12,14 @@ from ..backends import mjwarp
 
 
 class Progress:
-    """A rich progress bar on stderr (or nothing: quiet, or not rank 0)."""
+    """A rich progress bar on stderr (or nothing: quiet, or not rank 0), drawn from the first report on: a
+    command refused before its workers start (a misspelt task) prints its error alone."""
 
     def __init__(self, enabled: bool):
-        self.bar = None
-        if enabled:
+        self.enabled, self.bar = enabled, None
+
+    def _started(self):
+        if self.bar is None:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
             from rich.progress import Progress as RichProgress
@@ -24,13 +27,20 @@ class Progress:
             self.bar = RichProgress(TextColumn("{task.description:<18}"), BarColumn(), MofNCompleteColumn(),
                                     TimeElapsedColumn(), console=Console(stderr=True))
             self.bar.start()
+        return self.bar
 
     def task(self, description: str, total: int | None = None):
         """A bar; the returned function takes (completed) or (completed, total)."""
-        if self.bar is None:
+        if not self.enabled:
             return lambda completed, total=None: None
-        task = self.bar.add_task(description, total=total)
-        return lambda completed, total=total: self.bar.update(task, completed=completed, total=total)
+        added: list[Any] = []
+
+        def report(completed: int, total: int | None = total) -> None:
+            bar = self._started()
+            if not added:
+                added.append(bar.add_task(description, total=total))
+            bar.update(added[0], completed=completed, total=total)
+        return report
 
     def stop(self) -> None:
         if self.bar is not None:

@@ -39,7 +39,7 @@ from ..datasets.lerobot_format import LeRobotOptions
 from ..datasets.writers import FORMATS, Episode, WriterOptions, WriterPool, store_rlbench
 from ..errors import WorkerError
 from ..vector_env import RLBenchVectorEnv
-from . import ArgumentParser, non_negative, positive
+from . import ArgumentParser, json_object, non_negative, positive
 from .collect_config import DATASET_ARGUMENTS, CollectConfig, checked_variations, known_variation_count
 from .runs import (
     ProgressBar,
@@ -77,6 +77,7 @@ class Tally:
     demo_failures: int = 0
     worker_errors: int = 0
     failed: list[dict[str, Any]] = field(default_factory=list)  # jobs given up or not written
+    tasks: int = 1  # in the run
 
     @property
     def done(self) -> int:
@@ -92,7 +93,8 @@ def show_progress(progress: ProgressBar, description: str, tally: Tally, pool: W
     failures = f"failed demos {tally.demo_failures}, crashes {tally.worker_errors}, lost {len(tally.failed)}"
     if pool is not None:
         failures += f"; writer queue {pool.pending}/{pool.options.queue_size}"
-    progress.update(description, tally.done, tally.total, sum(tally.written.values()), failures, "episodes")
+    noun = "episodes" if tally.tasks == 1 else f"episodes of all {tally.tasks} tasks"  # the line names one
+    progress.update(description, tally.done, tally.total, sum(tally.written.values()), failures, noun)
 
 
 def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]:
@@ -110,7 +112,7 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
     swept = remove_stale_staging(out)
     summary: dict[str, Any] = {"command": command or config.command(), "finished": False,
                                "config": _dataset_arguments(config), "stale_staging_removed": swept}
-    tally = Tally()
+    tally = Tally(tasks=len(config.tasks))
     started = time.perf_counter()
     start_s = 0.0
     progress: ProgressBar | None = None
@@ -298,7 +300,7 @@ def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
     parser.add_argument("--absolute_mode", type=int, default=1, choices=(0, 1))
     parser.add_argument("--gripper_mode", default=default.gripper_mode, choices=GRIPPER_MODES)
     parser.add_argument("--max_episode_steps", type=positive, default=default.max_episode_steps)
-    parser.add_argument("--backend_options", type=json.loads, default={}, help="JSON")
+    parser.add_argument("--backend_options", type=json_object, default={}, help="JSON")
     parser.add_argument("--renderer", default=None, help="mujoco: osmesa, egl or glfw")
     parser.add_argument("--demo_timeout_s", type=float, default=default.demo_timeout_s,
                         help="restart a worker silent this long on one demo")

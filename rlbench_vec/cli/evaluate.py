@@ -25,7 +25,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import Any
 
 from ..backends import list_tasks
 from ..config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES
-from . import ArgumentParser, non_negative, positive
+from . import ArgumentParser, json_object, non_negative, positive
 from .evaluate_config import PROTOCOLS, EvaluateConfig
 from .evaluate_folder import LOG_FILE, rebuild
 from .evaluate_report import markdown
@@ -67,13 +66,6 @@ def _protocol_help(name: str) -> str:
                     for flag, value in ((flag, _as_flag(v)) for flag, v in PROTOCOLS[name].items()))
 
 
-def _json_object(text: str) -> dict:
-    value = json.loads(text)
-    if not isinstance(value, dict):
-        raise ValueError(f"{text!r} is no JSON object")
-    return value
-
-
 def _parser() -> ArgumentParser:
     parser = ArgumentParser(prog="python -m rlbench_vec.evaluate", description=__doc__)
     default = EvaluateConfig()
@@ -81,7 +73,7 @@ def _parser() -> ArgumentParser:
                         help=f"a paper's settings as the defaults of their flags: peract: {_protocol_help('peract')}")
     parser.add_argument("--policy", default=default.policy,
                         help="oracle, random, FILE.py:NAME or package.module:NAME (a factory: docs/evaluate.md)")
-    parser.add_argument("--policy_args", type=_json_object, default={},
+    parser.add_argument("--policy_args", type=json_object, default={},
                         help="JSON object: the factory's keyword arguments (scored), e.g. "
                              "'{\"checkpoint\": \"model.pt\"}'")
     parser.add_argument("--episodes_from", default=None, metavar="DIR",
@@ -113,7 +105,7 @@ def _parser() -> ArgumentParser:
     parser.add_argument("--image_size", type=positive, nargs=2, default=default.image_size, metavar=("WIDTH", "HEIGHT"))
     parser.add_argument("--cameras", nargs="+", default=list(default.cameras), choices=CAMERAS)
     parser.add_argument("--modalities", nargs="+", default=list(default.modalities), choices=MODALITIES)
-    parser.add_argument("--backend_options", type=json.loads, default={}, help="JSON")
+    parser.add_argument("--backend_options", type=json_object, default={}, help="JSON object")
     parser.add_argument("--renderer", default=None, help="mujoco: osmesa, egl or glfw")
     parser.add_argument("--progress", type=int, default=1, choices=(0, 1))
     parser.add_argument("--report_only", action="store_true",

@@ -2,10 +2,10 @@
 
 An env whose action is done gets its next action at once, and an env whose episode ended starts the next
 pending episode at once (send_reset), so a slow task holds no other. Outcomes: success is the episode ending
-with reward > 0; the time limit, an invalid action (the robot's, or a policy's NaN or inf: recorded with its
-reason) or a backend error in that env (recorded with its reason; the others go on) end it too. A worker crash
-mid-episode reruns that episode (its record says how often), never counted twice. Each finished episode is
-appended to the run folder's log as it ends.
+with reward > 0; the time limit, an invalid action (the robot's, or a policy's NaN, inf or number outside the
+action space's bounds, never clipped: recorded with its reason) or a backend error in that env (recorded with
+its reason; the others go on) end it too. A worker crash mid-episode reruns that episode (its record says how
+often), never counted twice. Each finished episode is appended to the run folder's log as it ends.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from gymnasium.spaces import Box
 
 from ..config import EnvConfig, VectorConfig, VideoConfig
 from ..errors import WorkerError
-from ..spec import action_size
 from ..vector_env import RLBenchVectorEnv
 from .evaluate_config import EvaluateConfig, for_envs
 from .evaluate_folder import RunLog
@@ -153,7 +153,8 @@ class Evaluation:
     def _send_actions(self, env: RLBenchVectorEnv, policy: Policy, running: dict[int, Running],
                       starting: list[tuple[int, Planned, int]], pending: EpisodeQueue, obs: dict[str, Any],
                       rows: np.ndarray, ids: list[int]) -> None:
-        """The policy's actions for the envs at `rows`: sent, or an invalid action recorded (NaN, inf)."""
+        """The policy's actions for the envs at `rows`: sent, or an invalid action recorded (NaN, inf, outside
+        the bounds)."""
         act_ids = np.array([ids[row] for row in rows.tolist()])
         runs = [running[e] for e in act_ids.tolist()]
         # indexing copies: the policy may keep what it gets (the next recv reuses the shared rows)
@@ -165,7 +166,9 @@ class Evaluation:
                     "lang_goal": [r.descriptions[0] if r.descriptions else "" for r in runs],
                     "step": [r.steps for r in runs]}
         act_info["variation"] = act_info["variation_index"]  # the name of rlbench_vec 0.3's evaluate
-        actions, invalid = as_actions(policy.act(act_obs, act_info), len(rows), action_size(env.env_config))
+        space = env.single_action_space
+        assert isinstance(space, Box)
+        actions, invalid = as_actions(policy.act(act_obs, act_info), len(rows), space.low, space.high)
         valid = [j for j, why in enumerate(invalid) if not why]
         for j, why in enumerate(invalid):
             if why:

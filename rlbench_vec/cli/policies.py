@@ -65,8 +65,9 @@ def raised_by_policy(where: str) -> Iterator[None]:
 
 def oracle(env: Any) -> Policy:
     """The env acts its task's oracle (backend_options["oracle"]): the actions sent are checked, then ignored."""
-    size = env.single_action_space.shape[0]
-    return Policy(lambda obs, info: np.zeros((len(info["env_id"]), size), np.float32))
+    space = env.single_action_space
+    middle = ((space.low + space.high) / 2).astype(np.float32)  # inside the bounds: the checks pass it
+    return Policy(lambda obs, info: np.tile(middle, (len(info["env_id"]), 1)))
 
 
 def random_actions(env: Any, seed: int) -> Policy:
@@ -157,10 +158,12 @@ def _load(spec: str) -> tuple[Callable[..., Any], Path]:
     return factory, source
 
 
-def as_actions(values: Any, rows: int, size: int) -> tuple[np.ndarray, list[str]]:
+def as_actions(values: Any, rows: int, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """A policy's output as float32 (rows, size), and per row why it is no action ("" when it is one): a NaN or
-    inf fails its own row (the model's output, scored as an invalid action); anything that is not (rows, size)
-    numbers raises PolicyOutputError (a programming error, never a score)."""
+    inf, or a number outside the action space's bounds [low, high], fails its own row (the model's output, scored
+    as an invalid action, as RLBench scores a pose outside its workspace: never clipped into a score); anything
+    that is not (rows, size) numbers raises PolicyOutputError (a programming error, never a score)."""
+    size = len(low)
     if hasattr(values, "detach"):  # a torch tensor, on any device
         values = values.detach().cpu().numpy()
     expected = f"expected ({rows}, {size}): a row per env in obs, the env's action size each"
@@ -173,4 +176,9 @@ def as_actions(values: Any, rows: int, size: int) -> tuple[np.ndarray, list[str]
         raise PolicyOutputError(f"the policy returned actions of shape {array.shape}; {expected}.")
     finite = np.asarray(np.isfinite(array).all(axis=1))
     reasons = ["" if ok else "policy: NaN or inf in the action" for ok in finite.tolist()]
-    return np.where(finite[:, None], array, 0.0).astype(np.float32), reasons
+    for row, index in zip(*np.nonzero(np.isfinite(array) & ((array < low) | (array > high)))):
+        if not reasons[row]:
+            reasons[row] = (f"policy: action[{index}] = {array[row, index]:.6g} is outside the action space's bounds "
+                            f"[{low[index]:.6g}, {high[index]:.6g}]")
+    ok = np.array([not why for why in reasons], bool)
+    return np.where(ok[:, None], array, 0.0).astype(np.float32), reasons

@@ -6,12 +6,15 @@ and only a whole mp4 (a full disk leaves none cut short, nor empty, under a fina
 from __future__ import annotations
 
 import collections
+import errno
+import os
 import shutil
 import struct
 from pathlib import Path
 from typing import Any
 
 from ..worker.video import video_prefix
+from .runs import stop_if_disk_full
 
 
 def whole_mp4(path: Path) -> bool:
@@ -54,9 +57,12 @@ class Videos:
             self.order[env_id].append(planned)
 
     def finished(self, planned: Any) -> None:
-        """The episode is in the log: its video may be kept."""
+        """The episode is in the log: its video may be kept. The workers' encoders write beside the log and stop
+        quietly on a full disk, so a full disk stops the run here, as a failed write of the log would."""
         if self.wanted and planned.episode < self.count:
             self.recorded.add(planned)
+        if self.wanted and os.statvfs(self.folder).f_bavail == 0:
+            stop_if_disk_full(f"[Errno {errno.ENOSPC}] {os.strerror(errno.ENOSPC)}: {self.folder}", self.folder.parent)
 
     def keep(self) -> None:
         """After the vector env closed (its files are complete): keep the wanted episodes, delete the rest."""

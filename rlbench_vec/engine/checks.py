@@ -29,8 +29,9 @@ def pickled(payload: Any, what: str) -> bytes:
 
 
 def actions(values: Any, count: int, chunked: bool, max_chunk: int, config: EnvConfig, low: np.ndarray,
-            high: np.ndarray) -> np.ndarray:
-    """(count, A) or (count, K, A) floats -> float32 (count, K, A); gripper clipped to its bounds."""
+            high: np.ndarray, clip: bool = True) -> tuple[np.ndarray, np.ndarray | bool]:
+    """(count, A) or (count, K, A) floats -> float32 (count, K, A), and which rows had a value outside
+    [low, high] (False where none had): clipped to the bounds, or with clip=False refused."""
     array = np.asarray(values)
     if array.dtype.kind not in "fiu":
         raise ActionError(f"actions must be a real-valued array, got dtype {array.dtype}.")
@@ -46,11 +47,17 @@ def actions(values: Any, count: int, chunked: bool, max_chunk: int, config: EnvC
     if not math.isfinite(np.add.reduce(array, axis=None)) and not np.isfinite(array).all():  # overflows rarely
         rows = sorted({int(r) for r in np.argwhere(~np.isfinite(array))[:, 0]})
         raise ActionError(f"actions contain NaN or inf (rows {rows}); send finite values.")
-    gripper = array[..., -1]
-    if np.minimum.reduce(gripper, axis=None) < low[-1] or np.maximum.reduce(gripper, axis=None) > high[-1]:
-        array = array.copy()
-        np.clip(array[..., -1], low[-1], high[-1], out=array[..., -1])
-    return array
+    outside = np.logical_or(np.less(array, low), np.greater(array, high))
+    if not np.logical_or.reduce(outside, axis=None):
+        return array, False
+    rows = np.logical_or.reduce(outside.reshape(count, -1), axis=1)
+    if not clip:
+        row, step, column = (int(i) for i in np.argwhere(outside)[0])
+        raise ActionError(f"actions of rows {np.flatnonzero(rows).tolist()} lie outside the action space: row {row}'s "
+                          f"value {array[row, step, column]:.4g} at index {column} is outside [{low[column]:.4g}, "
+                          f"{high[column]:.4g}]. Send actions within env.single_action_space's bounds, or pass "
+                          "clip_actions=True to have them clipped and flagged in info['action_clipped'].")
+    return np.clip(array, low, high), rows
 
 
 def env_ids(values: Any, num_envs: int) -> np.ndarray:

@@ -1,6 +1,6 @@
 """What the user gets from a batch: the page's rows assembled (results.assemble) as numpy views or
 copies, observations a device backend keeps on its GPU brought to the host, or everything as torch
-tensors (rlbench_vec.engine.tensors).
+tensors (rlbench_vec.engine.tensors); info["action_clipped"] marks the envs whose actions were clipped.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ class Output:
         self.on_device = self._on_device()
         self._row_views: dict[tuple[int, int], dict[str, Any]] = {}
         self._wait_writes: Any = None  # a device backend's: the current stream waits for its writes into the pages
+        self.clipped = np.zeros(num_envs, bool)  # envs whose actions in flight were clipped to the action space
 
     def _on_device(self) -> bool:
         """Observations stay on a device backend's GPU, and numpy is asked for."""
@@ -65,6 +66,10 @@ class Output:
             chunk = result[4].get("chunk_observations")
             if chunk is not None:
                 result[4]["chunk_observations"] = {key: value.cpu().numpy() for key, value in chunk.items()}
+        clipped = self.clipped[batch.envs]
+        if clipped.any():  # gymnasium's vector info: the flag over the batch and its mask
+            result[4]["action_clipped"], result[4]["_action_clipped"] = clipped, clipped.copy()
+            self.clipped[batch.envs] = False
         if self.to_tensors is not None:
             whole = batch.rows == self.num_envs and not self.copy_obs
             result = self.to_tensors(result, batch.page, whole)

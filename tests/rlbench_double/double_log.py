@@ -4,8 +4,9 @@ Knobs, read from the environment (spawned workers inherit them):
   RLBENCH_DOUBLE_LOG           JSON-lines file: one {"pid", "event", ...} record per recorded call
   RLBENCH_DOUBLE_FAIL_RESETS   the first N resets in each process raise TaskEnvironmentError
 Without a reachable X display, PyRep.launch writes Qt's message to fd 2 and aborts (SIGABRT), as Qt does.
-Magic actions: an arm action whose first value is 111 raises pyrep.errors.IKError, 222 raises
-ConfigurationPathError (the raw PyRep errors that some code paths let through unwrapped).
+Magic actions: an arm action whose first value is -0.0111 raises pyrep.errors.IKError, -0.0222 raises
+ConfigurationPathError (the raw PyRep errors that some code paths let through unwrapped); values inside
+every arm mode's bounds, so that the engine's clipping leaves them as they are.
 """
 
 from __future__ import annotations

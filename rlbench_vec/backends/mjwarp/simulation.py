@@ -12,7 +12,7 @@ loop over worlds, except where a reset draws new episodes on the host (episodes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import mujoco_warp as mjw
@@ -31,40 +31,13 @@ from .episodes import EpisodeStarts, Options
 from .faults import count_contacts, detect_faults
 from .kinematics import chain_frames
 from .observation import Observer
+from .outputs import ChunkOutput, StepOutput
 from .profile import CONDITIONS, CONTROLLERS, FORWARD, PHYSICS, RESET_DEVICE, RESET_DRAW, PhaseTimer, phase
 from .sequences import Pieces, Sequences
 from .tasks import BatchedTask
 from .timing import clear_motion, count_phases, end_control_step, end_fixed_step, finish_action, keep_frozen
 
 FROZEN_STATE = ("time", "qpos", "qvel", "act", "qacc_warmstart", "overflow")  # what keep_frozen puts back
-
-
-@dataclass(frozen=True)
-class StepOutput:
-    """One action of every world; (num_worlds,) tensors on the simulation's device."""
-
-    reward: torch.Tensor  # float32: 1.0 on success (shaped_rewards: the task's reward())
-    terminated: torch.Tensor  # bool: success, or an invalid action (error != 0)
-    truncated: torch.Tensor  # bool: a fault ended the episode; the world was restored to its episode start
-    fault: torch.Tensor  # int32 bits, see faults.FAULT_NAMES
-    error: torch.Tensor  # int32: 0, or a key of control.ERROR_MESSAGES (the action was refused)
-    control_steps: torch.Tensor  # int32: control steps (CONTROL_DT each) the action took in this world
-    moving: torch.Tensor  # int32: fixed timing: control.ARM_MOVING | GRIPPER_MOVING still under way after it
-    finished: torch.Tensor  # bool: the world's action is done and reported here (the others' rows mean nothing)
-
-
-@dataclass(frozen=True)
-class ChunkOutput:
-    """K actions of every world: (num_worlds, K) tensors. A world stops at its episode's end:
-    `executed` is False for the actions after it (the world holds still until the chunk ends)."""
-
-    reward: torch.Tensor
-    terminated: torch.Tensor
-    truncated: torch.Tensor
-    fault: torch.Tensor
-    error: torch.Tensor
-    moving: torch.Tensor
-    executed: torch.Tensor
 
 
 class BatchedSimulation:

@@ -16,7 +16,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...spec import PANDA_Q_MAX, PANDA_Q_MIN, TABLE_CENTER, TABLE_HALF, TABLE_TOP_Z
+from ...spec import (
+    FINGER_MAX,
+    PANDA_Q_MAX,
+    PANDA_Q_MIN,
+    PANDA_TAU_MAX,
+    ROBOT_BASE,
+    TABLE_CENTER,
+    TABLE_HALF,
+    TABLE_TOP_Z,
+)
 
 # Franka Panda, modified DH (Craig): rows (a_{i-1}, d_i, alpha_{i-1}) for joints 1..7, metres / radians.
 # Limits below: position (rad), velocity (rad/s), acceleration (rad/s^2), torque (Nm), from the datasheet.
@@ -33,12 +42,9 @@ FLANGE_OFFSET = 0.107  # joint 7 frame to flange, along its z axis
 HAND_TCP_OFFSET = 0.1034  # flange to the point between the fingertips (Franka's default EE frame)
 FINGER_BASE_OFFSET = 0.0584  # flange to the finger joints
 PANDA_DDQ_MAX = np.array([15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0])
-PANDA_TAU_MAX = np.array([87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])
-FINGER_MAX = 0.04  # each finger opens 0..0.04 m
 # Gripper pointing down over the table, elbow up: close to RLBench's initial Panda configuration.
 HOME_QPOS = np.array([0.0, -0.3, 0.0, -2.3, 0.0, 2.0, math.pi / 4])
 
-ROBOT_BASE = np.array([-0.3, 0.0, TABLE_TOP_Z])
 # Where tasks put things (x, y ranges on the table, in front of the robot); the table, the robot's limits and
 # the workspace pose targets must lie in are the action layout's (spec)
 SPAWN_LOW = np.array([0.0, -0.3])

@@ -22,9 +22,9 @@ def assert_unit_quaternion(quat):
 
 def _raw_pyrep_error(action):
     """The double's stand-in for errors that escape unwrapped (see double_log)."""
-    if action[0] == 111:
+    if np.isclose(action[0], -0.0111, rtol=0, atol=1e-6):
         raise IKError('IK failed (double)')
-    if action[0] == 222:
+    if np.isclose(action[0], -0.0222, rtol=0, atol=1e-6):
         raise ConfigurationPathError('no path (double)')
 
 
