@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..backends import list_tasks
 from ..config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES
+from ..distributed import RankInfo
 from . import ArgumentParser, non_negative, positive
 from .evaluate_config import EvaluateConfig
 from .evaluate_folder import LOG_FILE, rebuild
@@ -90,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(stopped, int):
             return stopped
         result = stopped
+    if RankInfo.from_env().rank != 0:  # under torchrun rank 0 reports the world's results
+        return 0
     print(markdown(result), end="")
     log = Path(config.out) / LOG_FILE
     if result["invalid_actions"]:
