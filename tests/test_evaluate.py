@@ -292,7 +292,8 @@ def test_two_ranks_under_torchrun_score_each_episode_as_one_process_does(tmp_pat
     result = json.loads((tmp_path / "two" / "results.json").read_text())
     assert result["tasks"] == one["tasks"] and result["finished"] and result["num_envs"] == 2
     assert [(run["world_size"], run["num_envs"], run["episodes"]) for run in result["runs"]] == [(2, 2, 6)]
-    assert done.stdout.count("| **mean** |") == 1 and done.stdout.startswith((tmp_path / "two" / "results.md").read_text())
+    table = (tmp_path / "two" / "results.md").read_text()
+    assert done.stdout.count("| **mean** |") == 1 and done.stdout.startswith(table)
 
 
 SLOW_RANK = textwrap.dedent("""
