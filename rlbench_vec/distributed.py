@@ -1,7 +1,7 @@
 """Per-rank facts under torchrun (or any launcher that sets RANK / LOCAL_RANK / LOCAL_WORLD_SIZE).
 
 Each rank builds its own vector env. Seeds are offset by the global rank so no two envs of a job
-share a seed; CPU pinning splits this host's cores between its local ranks. Nothing here assumes
+share a seed; a host's cores and GPUs are split between its local ranks (share_of_rank). Nothing here assumes
 one host beyond per-host resources: multi-node is torchrun's job.
 """
 
