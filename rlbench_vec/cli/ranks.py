@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import os
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
@@ -84,6 +85,7 @@ def job_ranks() -> Iterator[Ranks]:
             dist.destroy_process_group()
 
 
+@functools.cache  # once per process: a second job of the same script keeps its share, not a share of it
 def _pin_to_share(info: RankInfo) -> None:
     cores = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, [cores[i] for i in share_of_rank(len(cores), info)])
