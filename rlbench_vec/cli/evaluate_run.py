@@ -75,5 +75,7 @@ def evaluate(config: EvaluateConfig, command: str | None = None) -> dict[str, An
                     write_results(out, read_log(out))
                 except Exception:  # the error that stopped the run is the one to report
                     pass
+        # rank 0 has seen every other rank end its run (world.all_ended): the results are whole, even if one failed
+        result = write_results(out, read_log(out)) if ranks.first else None
         ranks.barrier()  # every rank's log is closed
-        return write_results(out, read_log(out)) if ranks.first else results_of(read_log(out))
+        return result or results_of(read_log(out))

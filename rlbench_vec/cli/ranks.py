@@ -48,15 +48,27 @@ class Ranks:
 
     def barrier(self) -> None:
         if self.dist is not None:
-            self.dist.barrier()
+            with _peer_lost():
+                self.dist.barrier()
 
     def gather(self, value: Any) -> list[Any]:
         """Every rank's `value`, in rank order (on every rank)."""
         if self.dist is None:
             return [value]
         values: list[Any] = [None] * self.world
-        self.dist.all_gather_object(values, value)
+        with _peer_lost():
+            self.dist.all_gather_object(values, value)
         return values
+
+
+@contextlib.contextmanager
+def _peer_lost() -> Iterator[None]:
+    """A rank that failed or was killed closes its connections: the ranks waiting for it say so in one line."""
+    try:
+        yield
+    except RuntimeError:  # gloo's "Connection closed by peer", a timeout: the failed rank's own line says more
+        raise RLBenchVecError("another rank stopped while this one waited for it (its own line, or torchrun's summary, "
+                              "names it); what every rank finished is kept: run the same command to resume") from None
 
 
 @contextlib.contextmanager
