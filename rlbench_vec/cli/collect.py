@@ -18,6 +18,8 @@
   demos. An episode appears on disk only complete (staging folder, then rename).
 - Resume: a rerun with the same arguments skips the episodes on disk and sweeps what dead writers left.
 - Summary: {out}/collect_summary.json (tasks, variations, episodes, failures, seconds, demos/s, command).
+- torchrun (`torchrun --nproc_per_node N -m rlbench_vec.collect ...`): each rank collects every N-th episode of
+  each task with --num_envs envs on its share of the host's cores and GPUs; rank 0 writes the summary.
 """
 
 from __future__ import annotations

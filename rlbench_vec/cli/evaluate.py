@@ -17,6 +17,8 @@
   also printed, both derived from the log (--report_only rebuilds them). A rerun with the same --out runs only
   the episodes not in the log; a folder started with other arguments, another policy file or another version is
   refused, naming what differs.
+- torchrun (`torchrun --nproc_per_node N -m rlbench_vec.evaluate ...`): the episodes split between the ranks, each
+  with --num_envs envs on its share of the host's cores and GPUs and its own log in DIR; rank 0 reports.
 """
 
 from __future__ import annotations
