@@ -103,8 +103,8 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
     """Collect every job of `config` not yet on disk under config.out; return the summary, also written to
     {out}/collect_summary.json. command: what the summary records (default: the equivalent command line). Under
     torchrun each rank collects every world_size-th episode of each task's plan, and rank 0 writes the summary."""
-    config = config.validated()
     with job_ranks() as ranks:
+        config = config.validated()  # after the rank took its share of the cores: the default writers count it
         if ranks.world > 1 and config.format == "lerobot":
             raise ConfigError("--format lerobot stores a task in one dataset, written by one process: collect it "
                               "without torchrun, or collect --format rlbench under torchrun.")
