@@ -281,7 +281,8 @@ def test_bad_input_says_what_in_one_line_and_writes_nothing(tmp_path, args, mess
 @needs("torch", "torch")
 def test_two_ranks_under_torchrun_score_each_episode_as_one_process_does(tmp_path):
     """torchrun, two ranks on the CPU, mujoco: the episodes dealt between the ranks, each appending to its own log,
-    with the per-episode outcomes of one process; rank 0 alone prints and writes the results, of the whole job."""
+    with the per-episode outcomes of one process; rank 0 alone shows the progress, prints and writes the results,
+    of the whole job."""
     args = ["--policy", "oracle", "--tasks", "push_button", "reach_target", "--episodes", "3", "--backend", "mujoco",
             "--cameras", "front", "--image_size", "16", "16", "--modalities", "rgb", "--out", str(tmp_path / "two")]
     done = command(*args, launch=tuple(TORCHRUN))
@@ -294,6 +295,7 @@ def test_two_ranks_under_torchrun_score_each_episode_as_one_process_does(tmp_pat
     assert [(run["world_size"], run["num_envs"], run["episodes"]) for run in result["runs"]] == [(2, 2, 6)]
     table = (tmp_path / "two" / "results.md").read_text()
     assert done.stdout.count("| **mean** |") == 1 and done.stdout.startswith(table)
+    assert "done: 6/6 episodes" in done.stderr and done.stderr.count("done: ") == 1  # rank 0's, of both ranks
 
 
 SLOW_RANK = textwrap.dedent("""

@@ -211,20 +211,18 @@ class RunLog:
 
 
 class OtherRanks:
-    """Rank 0's view of the other ranks' logs as they grow: their episodes of this run (the world's progress) and
-    whether each has ended its run. Open it after every rank opened its log, before any writes its run record."""
+    """Rank 0's view of the other ranks' logs as they grow: their episodes of this run, for the world's progress.
+    Open it after every rank opened its log, before any writes its run record."""
 
-    def __init__(self, out: Path, world: int, run: int):
-        self.run = run
+    def __init__(self, out: Path, world: int):
         self.offsets = {log_path(out, rank): _size(log_path(out, rank)) for rank in range(1, world)}
-        self.ended: set[Path] = set()
         self.looked = -math.inf
 
-    def episodes(self) -> list[dict[str, Any]]:
-        """The episode records the other ranks appended since the last look (one a second at most: the logs
-        may lie on a network file system)."""
+    def episodes(self, now: bool = False) -> list[dict[str, Any]]:
+        """The episode records the other ranks appended since the last look (one a second at most, unless `now`:
+        the logs may lie on a network file system)."""
         found: list[dict[str, Any]] = []
-        if time.monotonic() - self.looked < 1.0:
+        if not now and time.monotonic() - self.looked < 1.0:
             return found
         self.looked = time.monotonic()
         for path, offset in self.offsets.items():
@@ -233,18 +231,10 @@ class OtherRanks:
             with open(path, "rb") as file:
                 file.seek(offset)
                 data = file.read()
-            data = data[:data.rfind(b"\n") + 1]  # a record still being appended waits for the next call
+            data = data[:data.rfind(b"\n") + 1]  # a record still being appended waits for the next look
             self.offsets[path] += len(data)
-            for record in map(json.loads, data.splitlines()):
-                if record["record"] == "episode":
-                    found.append(record)
-                elif record["record"] == "end" and record["run"] == self.run:
-                    self.ended.add(path)
+            found += [record for record in map(json.loads, data.splitlines()) if record["record"] == "episode"]
         return found
-
-    @property
-    def all_ended(self) -> bool:
-        return len(self.ended) == len(self.offsets)
 
 
 def _size(path: Path) -> int:

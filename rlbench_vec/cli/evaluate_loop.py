@@ -24,7 +24,7 @@ from .evaluate_config import EvaluateConfig, for_envs
 from .evaluate_folder import OtherRanks, RunLog
 from .evaluate_plan import EpisodeQueue, Planned
 from .policies import Policy, PolicySource, as_actions
-from .runs import ProgressBar
+from .runs import FINAL, ProgressBar
 from .videos import Videos
 
 
@@ -71,7 +71,7 @@ class Evaluation:
         self.counts["reruns"] += episode.get("reruns", 0)
 
     def show(self, description: str) -> None:
-        for episode in self.world.episodes() if self.world is not None else ():
+        for episode in self.world.episodes(now=description in FINAL) if self.world is not None else ():
             self.log.log.episodes.append(episode)
             self._count(episode)
         done, counts = len(self.log.log.episodes), self.counts

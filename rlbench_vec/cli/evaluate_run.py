@@ -14,7 +14,6 @@ scored against the run folder, run the pending episodes (evaluate_loop), derive 
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -47,7 +46,7 @@ def evaluate(config: EvaluateConfig, command: str | None = None) -> dict[str, An
         ranks.barrier()
         log = log or RunLog(out, header, keys, ranks.rank, ranks.world)
         ranks.barrier()  # every rank has read the log before any appends its run record: they share its number
-        world = OtherRanks(out, ranks.world, log.run) if ranks.first and ranks.world > 1 else None
+        world = OtherRanks(out, ranks.world) if ranks.first and ranks.world > 1 else None
         finished = False
         try:
             log.add_run(command or config.command(), config.num_envs)
@@ -61,9 +60,8 @@ def evaluate(config: EvaluateConfig, command: str | None = None) -> dict[str, An
             try:
                 while pending:
                     run.run(pending)
-                while world is not None and not world.all_ended:  # the world's progress until every rank is done
-                    run.show("waiting for the other ranks")
-                    time.sleep(0.5)
+                # every rank's episodes are in the logs; rank 0's bar shows the world's until then
+                ranks.barrier(tick=(lambda: run.show("waiting for the other ranks")) if ranks.first else None)
                 finished = True
             finally:
                 run.show("done" if finished else "stopped")
@@ -75,7 +73,5 @@ def evaluate(config: EvaluateConfig, command: str | None = None) -> dict[str, An
                     write_results(out, read_log(out))
                 except Exception:  # the error that stopped the run is the one to report
                     pass
-        # rank 0 has seen every other rank end its run (world.all_ended): the results are whole, even if one failed
-        result = write_results(out, read_log(out)) if ranks.first else None
-        ranks.barrier()  # every rank's log is closed
-        return result or results_of(read_log(out))
+        ranks.barrier()  # every rank's log is closed (its end record written)
+        return write_results(out, read_log(out)) if ranks.first else results_of(read_log(out))

@@ -11,7 +11,8 @@ import contextlib
 import datetime
 import functools
 import os
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from ..display.glcheck import nvidia_gpus
@@ -46,10 +47,16 @@ class Ranks:
         """This rank's share of `items`, dealt round robin (item i to rank i mod world)."""
         return list(items[self.rank::self.world])
 
-    def barrier(self) -> None:
-        if self.dist is not None:
-            with _peer_lost():
-                self.dist.barrier()
+    def barrier(self, tick: Callable[[], None] | None = None) -> None:
+        """Wait for every rank; tick() every half second meanwhile (rank 0's progress bar while the others end)."""
+        if self.dist is None:
+            return
+        with _peer_lost():
+            work = self.dist.barrier(async_op=True)
+            while tick is not None and not work.is_completed():
+                tick()
+                time.sleep(0.5)
+            work.wait()
 
     def gather(self, value: Any) -> list[Any]:
         """Every rank's `value`, in rank order (on every rank)."""
