@@ -3,12 +3,14 @@
 # The same steps build docker/Dockerfile. Made for Ubuntu 20.04, the release CoppeliaSim 4.1 supports.
 #
 # Usage: scripts/install_coppeliasim.sh [--dry_run] [--root DIR] [--python PYTHON] [--skip_system_packages]
+#                                      [--system_packages_only]
 #   --dry_run               print every command instead of running it
 #   --root DIR              where CoppeliaSim goes (default: $COPPELIASIM_ROOT, else ~/CoppeliaSim); must stay
 #                           writable while PyRep installs (it writes a symlink and settings there)
 #   --python PYTHON         the interpreter (of your virtualenv, Python >= 3.11 for rlbench_vec) to install PyRep
 #                           and RLBench into (default: python3)
 #   --skip_system_packages  no apt-get (no root needed; install the packages listed below yourself)
+#   --system_packages_only  apt-get alone: every step before the downloads (docker/Dockerfile's target system)
 set -euo pipefail
 
 COPPELIASIM_URL="https://downloads.coppeliarobotics.com/V4_1_0/CoppeliaSim_Edu_V4_1_0_Ubuntu20_04.tar.xz"
@@ -40,17 +42,23 @@ DRY_RUN=0
 ROOT="${COPPELIASIM_ROOT:-$HOME/CoppeliaSim}"
 PYTHON=python3
 SYSTEM=1
+ONLY_SYSTEM=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --dry_run) DRY_RUN=1 ;;
         --root) ROOT="$2"; shift ;;
         --python) PYTHON="$2"; shift ;;
         --skip_system_packages) SYSTEM=0 ;;
-        -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+        --system_packages_only) ONLY_SYSTEM=1 ;;
+        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
+if [[ $SYSTEM == 0 && $ONLY_SYSTEM == 1 ]]; then
+    echo "--skip_system_packages and --system_packages_only leave nothing to do: give one of them" >&2
+    exit 2
+fi
 
 run() {  # run a command, or print it in --dry_run
     if [[ $DRY_RUN == 1 ]]; then
@@ -90,6 +98,10 @@ if [[ $SYSTEM == 1 ]]; then
     [[ $(id -u) == 0 ]] || SUDO=(sudo)
     run "${SUDO[@]}" apt-get update
     run "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${SYSTEM_PACKAGES[@]}"
+fi
+if [[ $ONLY_SYSTEM == 1 ]]; then
+    echo "System packages done; run again with --skip_system_packages for CoppeliaSim, PyRep and RLBench."
+    exit 0
 fi
 
 # CoppeliaSim 4.1, unpacked straight into ROOT

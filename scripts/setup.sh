@@ -3,8 +3,15 @@
 # X displays, then this package with its test tools, in a virtual environment: the one that is active, or
 # else .venv here (made if missing). Either way .venv/bin/python then runs it (.venv points at an active
 # environment). Bring your own torch (any build): `.venv/bin/python -m pip install -e ".[torch]"` keeps it.
+# --system_only: the system libraries alone (the Docker images' shared base step, docker/install_base.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SYSTEM_ONLY=0
+case "${1:-}" in
+  "") ;;
+  --system_only) SYSTEM_ONLY=1 ;;
+  *) echo "setup: unknown argument $1 (the only one is --system_only)" >&2; exit 2 ;;
+esac
 
 APT_PACKAGES=(
   xvfb x11-utils        # per-worker X displays (CoppeliaSim, MuJoCo's glfw mode); xdpyinfo
@@ -21,6 +28,7 @@ if command -v apt-get >/dev/null; then
 else
   echo "apt-get not found: install the equivalents of ${APT_PACKAGES[*]} yourself." >&2
 fi
+[ "$SYSTEM_ONLY" = 1 ] && exit 0
 
 if [ -n "${VIRTUAL_ENV:-}" ]; then
   if [ ! -e .venv ]; then

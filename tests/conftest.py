@@ -120,3 +120,19 @@ def small_disk(tmp_path):
         pytest.skip(f"cannot mount a small tmpfs here (mounting needs root): {done.stderr.strip()}")
     yield mount
     subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+@pytest.fixture(scope="session")
+def stored_dataset(tmp_path_factory):
+    """Test episodes as PerAct's are laid out: 3 episodes each of reach_target and push_button in their
+    all_variations folders (variations 0, 1, 0), collected on mujoco at 16x16 (python -m rlbench_vec.collect
+    --all_variations 1). Read only: a test that changes it works on a copy."""
+    from rlbench_vec.collect import CollectConfig, collect
+
+    root = tmp_path_factory.mktemp("stored") / "test"
+    config = CollectConfig(tasks=("reach_target", "push_button"), episodes_per_task=3, variations=2,
+                           all_variations=True, backend="mujoco", num_envs=2, image_size=(16, 16), out=str(root),
+                           progress=False)
+    assert collect(config)["episodes"]["written"] == 6
+    assert collect(config)["episodes"]["skipped"] == 6  # a rerun finds them (each one's variation_number.pkl)
+    return root

@@ -64,7 +64,7 @@ def test_a_block_larger_than_free_shared_memory_is_refused(monkeypatch):
         f_bavail, f_frsize = 1, 4096  # 4 KiB free
 
     monkeypatch.setattr(os, "statvfs", lambda path: Tiny() if path == "/dev/shm" else real(path))
-    with pytest.raises(ConfigError, match=r"--shm-size=\d+g"):
+    with pytest.raises(ConfigError, match=r"Docker: --shm-size=\d+g, or --ipc=host\)\.$"):
         RLBenchVectorEnv(num_envs=2, backend="synthetic")
 
 

@@ -19,8 +19,16 @@ import pytest
 from conftest import extra_reason
 
 from rlbench_vec import CAMERAS, Demo, EnvConfig, RLBenchVectorEnv
-from rlbench_vec.datasets import completed_episodes, episode_dir, read_episode, remove_stale_staging, write_episode
+from rlbench_vec.datasets import (
+    completed_episodes,
+    episode_dir,
+    read_episode,
+    remove_stale_staging,
+    upstream_pickle,
+    write_episode,
+)
 from rlbench_vec.datasets.rlbench_format import DEPTH_SCALE, STAGING_FOLDER, decode_mask, encode_mask, misc_key
+from rlbench_vec.datasets.stored_episodes import dataset_identity, seed_of_state, stored_task_episodes
 from rlbench_vec.errors import DatasetError
 
 TESTS = Path(__file__).resolve().parent
@@ -413,3 +421,32 @@ def test_lerobot_writer_keeps_the_av1_encoder_quiet(tmp_path):
 
     assert "Svt[info]" in stderr("default")  # what LeRobot's encoding printed before
     assert "Svt[" not in stderr("quiet")
+
+
+def test_stored_episodes_in_either_layout_with_their_starts_and_the_datasets_identity(written, demos, tmp_path):
+    """datasets.stored_episodes: each layout in RLBench's order, the variation, descriptions and the reset seed
+    stored as upstream's random_seed (a state numpy's legacy generator takes); the identity follows the files."""
+    root, paths = written
+    every = tmp_path / "every"
+    for i, demo in enumerate(demos):
+        write_episode(every, TASK, i, demo, all_variations=True)
+    assert not (every / TASK / "all_variations" / "variation_descriptions.pkl").exists()
+    for folder, all_variations in ((root, False), (every, True)):
+        stored = stored_task_episodes(folder, TASK)
+        assert [(e.variation, e.descriptions, e.reset_seed, e.all_variations) for e in stored] == [
+            (d.variation_index, tuple(d.descriptions), d.reset_seed, all_variations) for d in demos]
+        assert [e.reset_seed is not None for e in stored] == [True, True]
+    assert [e.number for e in stored_task_episodes(every, TASK)] == [0, 1]
+    with open(every / TASK / "all_variations" / "episodes" / "episode0" / "low_dim_obs.pkl", "rb") as file:
+        state = upstream_pickle.load(file).random_seed
+    np.random.RandomState().set_state(state)  # what RLBench's Demo.restore_state does with it
+    drawn = np.random.RandomState(5)
+    drawn.random()
+    assert seed_of_state(state) == demos[0].reset_seed and seed_of_state(drawn.get_state()) is None
+    first = dataset_identity(every, {TASK: stored_task_episodes(every, TASK)})
+    assert first == dataset_identity(every, {TASK: stored_task_episodes(every, TASK)})
+    assert first != dataset_identity(every, {TASK: stored_task_episodes(every, TASK, 1)})
+    (every / TASK / "all_variations" / "episodes" / "episode1" / "variation_number.pkl").write_bytes(pickle.dumps(7))
+    assert first != dataset_identity(every, {TASK: stored_task_episodes(every, TASK)})
+    with pytest.raises(DatasetError, match="no stored episodes of reach_target"):
+        stored_task_episodes(every, "reach_target")

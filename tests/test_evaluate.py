@@ -18,13 +18,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import imageio.v2 as imageio
+import numpy as np
 import psutil
 import pytest
 from conftest import TORCHRUN, needs
 
 from rlbench_vec.cli.evaluate import parse_args
 from rlbench_vec.cli.evaluate_plan import EpisodeQueue, Planned
+from rlbench_vec.cli.evaluate_report import repeat_scores
 from rlbench_vec.cli.videos import whole_mp4
+from rlbench_vec.datasets import read_episode
+from rlbench_vec.datasets.stored_episodes import stored_task_episodes
 from rlbench_vec.errors import ConfigError
 from rlbench_vec.evaluate import EvaluateConfig, evaluate, rebuild
 
@@ -270,6 +274,8 @@ def test_a_full_disk_stops_in_one_line_and_the_rerun_scores_as_an_uninterrupted_
     (["--policy", "oracle", "--backend", "synthetic"], "oracle"),
     (["--backend_options", '{"shaped_rewards": true}'], "leave shaped_rewards unset"),
     (["--report_only"], "holds no evaluation's log"),
+    (["--backend_options", '{"dense_rewards": true}'], "leave dense_rewards unset"),
+    (["--episodes_from", "no_such_dataset"], "--episodes_from no_such_dataset: no such folder"),
 ])
 def test_bad_input_says_what_in_one_line_and_writes_nothing(tmp_path, args, message):
     done = command("--out", str(tmp_path / "out"), "--backend", "mujoco", *args)
@@ -342,3 +348,106 @@ def test_a_rank_killed_mid_job_fails_the_job_and_one_process_resumes_it(tmp_path
     assert outcome(out) == outcome(tmp_path / "whole") and resumed["finished"] and resumed["ignored_log_records"] == 0
     assert [run["world_size"] for run in resumed["runs"]] == [2, 1] and resumed["runs"][1]["episodes"] == left
     assert resumed["tasks"] == whole["tasks"]
+
+
+FIRST_OBSERVATIONS = textwrap.dedent("""
+    import json
+    import numpy as np
+
+    def make_policy(env, record):
+        size = env.single_action_space.shape[0]
+        firsts = {}
+
+        def act(obs, info):
+            for row, step in enumerate(info["step"]):
+                if step == 0:
+                    firsts[f"{info['task'][row]} {info['episode'][row]} {info['repeat'][row]}"] = {
+                        "joint_positions": obs["joint_positions"][row].tolist(),
+                        "task_low_dim_state": obs["task_low_dim_state"][row].tolist(),
+                        "variation_index": info["variation_index"][row], "descriptions": info["descriptions"][row],
+                        "extrinsics": obs["front_camera_extrinsics"][row].shape}
+            with open(record, "w") as file:
+                json.dump(firsts, file)
+            return np.full((len(info["env_id"]), size), np.nan, np.float32)  # each episode ends at its first action
+
+        return act
+""")
+
+
+def test_stored_episodes_start_as_their_demos_did_in_each_repeat_and_results_rebuild(stored_dataset, tmp_path):
+    """--episodes_from on mujoco: episode k of a task is its k-th stored one (--episodes caps them), with its
+    variation and descriptions, its first observation the stored first frame (joint positions, task state); two
+    repeats, each scored and summed up as mean and spread; the log alone rebuilds results.json, and a changed
+    dataset is refused."""
+    dataset = tmp_path / "test"
+    shutil.copytree(stored_dataset, dataset)
+    (tmp_path / "first.py").write_text(FIRST_OBSERVATIONS)
+    record, out = tmp_path / "first.json", tmp_path / "out"
+    config = EvaluateConfig(policy=f"{tmp_path / 'first.py'}:make_policy", policy_args={"record": str(record)},
+                            tasks=("reach_target", "push_button"), episodes=2, episodes_from=str(dataset), repeats=2,
+                            num_envs=2, backend="mujoco", out=str(out), **SMALL)
+    result = evaluate(config)
+    firsts = json.loads(record.read_text())
+    assert len(firsts) == len(lines(out)) == 8 and result["finished"] and result["episodes_per_task"] == 2
+    for task in config.tasks:
+        for k, stored in enumerate(stored_task_episodes(dataset, task)[:2]):
+            demo = read_episode(stored.path)
+            for repeat in (0, 1):
+                first = firsts[f"{task} {k} {repeat}"]
+                assert first["variation_index"] == stored.variation == demo.variation_index
+                assert first["descriptions"] == demo.descriptions and first["extrinsics"] == [4, 4]
+                np.testing.assert_allclose(first["joint_positions"], demo.observations["joint_positions"][0],
+                                           atol=1e-6)
+                state = demo.observations["task_low_dim_state"][0]
+                np.testing.assert_allclose(first["task_low_dim_state"][:len(state)], state, atol=1e-6)
+    assert sorted((e["task"], e["episode"], e["repeat"]) for e in lines(out)) == sorted(
+        (task, k, r) for task in config.tasks for k in range(2) for r in range(2))
+    assert [row["repeat"] for row in result["repeats"]] == [0, 1] and result["repeat_mean"] == {"mean": 0, "std": 0}
+    assert result["dataset"]["episodes_from"] == str(dataset) and len(result["dataset"]["sha256"]) == 64
+    assert "| reach_target | 0.0 | 0.0 | 0.0 | 0.0 |" in (out / "results.md").read_text()
+    (out / "results.json").unlink()
+    assert rebuild(out) == result
+    pickled = dataset / "push_button" / "all_variations" / "episodes" / "episode1" / "variation_descriptions.pkl"
+    pickled.write_bytes(pickled.read_bytes().replace(b"push", b"poke"))
+    with pytest.raises(ConfigError, match="the dataset's sha256 .* then, .* now"):
+        evaluate(config)
+
+
+def test_repeats_mean_and_spread():
+    def episodes(repeat: int, wins: int) -> list[dict]:
+        return [{"task": "t", "repeat": repeat, "success": k < wins} for k in range(4)]
+
+    spread = repeat_scores(["t"], 2, episodes(0, 2) + episodes(1, 4))
+    assert [row["tasks"]["t"] for row in spread["repeats"]] == [0.5, 1.0]
+    assert spread["repeat_mean"] == spread["repeat_tasks"]["t"] == {"mean": 0.75, "std": 0.3536}
+
+
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="the RLBench double needs Xvfb (apt-get install xvfb)")
+def test_stored_episodes_on_the_rlbench_backend_reset_to_demo_i(stored_dataset, monkeypatch, tmp_path):
+    """The rlbench backend through its test double: episode i is stored demo i of all_variations, asked for as
+    YARR does (set_variation(-1), from_episode_number=i) and started by reset_to_demo, in its variation."""
+    double = ROOT / "tests" / "rlbench_double"
+    monkeypatch.syspath_prepend(str(double))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(double), str(ROOT)]))
+    monkeypatch.setenv("RLBENCH_DOUBLE_LOG", str(tmp_path / "double.jsonl"))
+    out = tmp_path / "out"
+    evaluate(EvaluateConfig(policy="random", tasks=("reach_target",), episodes=3, backend="rlbench", num_envs=2,
+                            arm_mode="planning", max_steps=1, episodes_from=str(stored_dataset), out=str(out),
+                            **SMALL))
+    calls = [json.loads(line) for line in (tmp_path / "double.jsonl").read_text().splitlines()]
+    asked = sorted((c["from_episode_number"], c["variation"], c["random_selection"]) for c in calls
+                   if c["event"] == "get_demos")
+    assert asked == [(0, -1, False), (1, -1, False), (2, -1, False)]
+    stored = stored_task_episodes(stored_dataset, "reach_target")
+    assert sorted((e["episode"], e["variation"]) for e in lines(out)) == [
+        (k, episode.variation) for k, episode in enumerate(stored)]
+    assert sum(c["event"] == "reset" and c.get("demo") for c in calls) == 3
+
+
+def test_the_peract_protocol_sets_its_flags_and_given_flags_win():
+    config, _ = parse_args(["--protocol", "peract", "--out", "o", "--episodes", "5", "--policy_args", '{"a": 1}'])
+    assert (config.tasks, config.episodes, config.max_steps, config.arm_mode, config.image_size) == (
+        ("peract18",), 5, 25, "planning", (128, 128))
+    assert config.cameras == ("front", "left_shoulder", "right_shoulder", "wrist") and config.ignore_collisions_flag
+    assert config.modalities == ("rgb", "point_cloud") and config.policy_args == {"a": 1}
+    assert EvaluateConfig.of_protocol("peract", episodes=5, out="o", policy_args={"a": 1}) == config

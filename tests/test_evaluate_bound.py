@@ -28,7 +28,8 @@ def test_the_bound_runs_the_evaluations_episodes(tmp_path):
     scored = evaluate(EvaluateConfig(policy="oracle", tasks=tasks, episodes=2, backend="mujoco", num_envs=processes,
                                      cameras=("front",), modalities=("rgb",), image_size=(16, 16), progress=False,
                                      out=str(tmp_path / "evaluation")))
-    episodes = [json.loads(line) for line in (tmp_path / "evaluation" / "episodes.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (tmp_path / "evaluation" / "log.jsonl").read_text().splitlines()]
+    episodes = [record for record in records if record["record"] == "episode"]
     assert scored["mean_success"] == 1
     assert (alone["round_trip"], with_round_trips["round_trip"]) == (False, True)
     for run in alone, with_round_trips:

@@ -1,5 +1,6 @@
-"""scripts/install_coppeliasim.sh and the Docker image built with it. Nothing is downloaded here:
---dry_run prints the steps, and a run with stand-in commands exercises the real code path."""
+"""scripts/install_coppeliasim.sh and the Docker images built with it and scripts/setup.sh. Nothing is downloaded
+here: --dry_run prints the steps, and runs with stand-in commands exercise the real code paths. The images
+themselves are built and run by scripts/docker_check.sh (minutes: not part of the suite)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "install_coppeliasim.sh"
@@ -60,6 +63,15 @@ def test_without_system_packages_no_apt(tmp_path):
     assert result.returncode == 0 and "apt-get" not in result.stdout and URL in result.stdout
 
 
+def test_system_packages_only_stops_before_the_downloads():
+    result = install("--dry_run", "--system_packages_only")
+    assert result.returncode == 0, result.stderr
+    assert "apt-get install" in result.stdout
+    assert not re.search(r"^\+ (curl|git|tar)\b|-m pip", result.stdout, re.M), result.stdout
+    refused = install("--dry_run", "--system_packages_only", "--skip_system_packages")
+    assert refused.returncode == 2 and "leave nothing to do" in refused.stderr
+
+
 def test_unknown_argument_is_refused():
     result = install("--frobnicate")
     assert result.returncode == 2 and "unknown argument" in result.stderr
@@ -94,20 +106,66 @@ def test_real_run_with_stand_in_commands(tmp_path):
     assert "curl -fL --retry 3 -o" in calls and "tar -xf" in calls
 
 
+def dockerfile(name: str) -> str:
+    return (REPO / "docker" / name).read_text()
+
+
 def test_dockerfile_installs_with_the_script_and_runs_the_bench():
-    dockerfile = (REPO / "docker" / "Dockerfile").read_text()
-    assert re.search(r"^FROM ubuntu:20\.04$", dockerfile, re.M)
-    assert re.search(r"RUN /tmp/install_coppeliasim\.sh --root \"\$COPPELIASIM_ROOT\"", dockerfile)
+    text = dockerfile("Dockerfile")
+    assert re.search(r"^FROM ubuntu:20\.04 AS system$", text, re.M)
+    # the target that docker_check.sh builds: apt only, stopping before the first download
+    system = text[:text.index("\nFROM system")]
+    assert "install_coppeliasim.sh --system_packages_only" in system and "uv " not in system
+    assert re.search(r"install_coppeliasim\.sh --skip_system_packages --root \"\$COPPELIASIM_ROOT\"", text)
     for variable in ("COPPELIASIM_ROOT=/opt/CoppeliaSim", "LD_LIBRARY_PATH=/opt/CoppeliaSim:/opt/CoppeliaSim/platforms",
                      "QT_QPA_PLATFORM_PLUGIN_PATH=/opt/CoppeliaSim", "QT_PLUGIN_PATH=/opt/CoppeliaSim"):
-        assert variable in dockerfile
+        assert variable in text
     # uv's standalone Python names the compiler cc only from uv 0.5.10 on (uv#9916)
-    uv = re.search(r"^COPY --from=ghcr\.io/astral-sh/uv:(\d+)\.(\d+)\.(\d+) ", dockerfile, re.M)
+    uv = re.search(r"^COPY --from=ghcr\.io/astral-sh/uv:(\d+)\.(\d+)\.(\d+) ", text, re.M)
     assert uv and tuple(map(int, uv.groups())) >= (0, 5, 10)
-    assert re.search(r"uv venv --seed --python 3\.11 ", dockerfile)
-    cmd = re.search(r"^CMD (\[.*\])$", dockerfile, re.M).group(1)
+    assert re.search(r"uv venv --seed --python 3\.11 ", text)
+    cmd = re.search(r"^CMD (\[.*\])$", text, re.M).group(1)
     assert '"-m", "rlbench_vec.bench", "--num_envs", "64", "--backend", "rlbench"' in cmd
-    for copied in re.findall(r"^COPY (?!--from)(.+) \S+$", dockerfile, re.M):
-        for path in copied.split():
-            assert (REPO / path).exists(), f"the Dockerfile copies {path}, which the repository lacks"
 
+
+def test_embedded_dockerfile_runs_the_bench_on_mujoco_with_extras_as_an_argument():
+    text = dockerfile("embedded.Dockerfile")
+    assert re.search(r"^FROM debian:bookworm$", text, re.M)
+    assert re.search(r"^ARG EXTRAS=\"\"$", text, re.M) and '"/opt/rlbench_vec${EXTRAS:+[$EXTRAS]}"' in text
+    cmd = re.search(r"^CMD (\[.*\])$", text, re.M).group(1)
+    assert cmd == '["python", "-m", "rlbench_vec.bench", "--backend", "mujoco"]'
+
+
+@pytest.mark.parametrize("name", ["Dockerfile", "embedded.Dockerfile"])
+def test_both_images_share_the_base_steps_and_copy_what_the_build_context_lets_through(name):
+    text = dockerfile(name)
+    assert re.search(r"^RUN /opt/rlbench_vec/docker/install_base\.sh", text, re.M)
+    assert re.search(r'^ENTRYPOINT \["/usr/bin/tini", "--"\]$', text, re.M)
+    allowed = re.findall(r"^!(\S+)$", (REPO / ".dockerignore").read_text(), re.M)
+    for copied in re.findall(r"^COPY (?!--from)(.+) \S+$", text, re.M):
+        for path in copied.split():
+            assert (REPO / path).exists(), f"{name} copies {path}, which the repository lacks"
+            assert path in allowed, f"{name} copies {path}, which .dockerignore keeps out of the build context"
+
+
+def test_setup_system_only_installs_the_system_packages_and_nothing_else(tmp_path):
+    """The images' shared base step: apt-get (a stand-in here) and no virtual environment."""
+    bin_dir, log = tmp_path / "bin", tmp_path / "calls.log"
+    bin_dir.mkdir()
+    for name in ("apt-get", "sudo", "python3"):
+        body = '"$@"' if name == "sudo" else "true"
+        (bin_dir / name).write_text(f"#!/bin/sh\necho \"{name} $*\" >> \"$LOG\"\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "LOG": str(log)}
+    env.pop("VIRTUAL_ENV", None)
+    setup = tmp_path / "scripts" / "setup.sh"  # a copy: it works in the folder above its own
+    setup.parent.mkdir()
+    shutil.copy(REPO / "scripts" / "setup.sh", setup)
+    result = subprocess.run(["bash", str(setup), "--system_only"], capture_output=True, text=True, env=env,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    calls = log.read_text()
+    assert re.search(r"apt-get install -y -qq --no-install-recommends xvfb .*libegl-mesa0 .*python3-venv", calls)
+    assert "python3" not in calls.replace("python3-venv", "") and not (tmp_path / ".venv").exists()
+    refused = subprocess.run(["bash", str(setup), "--frobnicate"], capture_output=True, text=True, env=env)
+    assert refused.returncode == 2 and "unknown argument --frobnicate" in refused.stderr

@@ -20,9 +20,9 @@ LAYERS = [  # lowest first: (layer name, the modules' first name parts)
     ("engine and worker", {"engine", "worker"}),
     ("front", {"vector_env", "gym_env", "sb3"}),
     ("cli", {"cli"}),
-    ("entries", {"bench", "collect", "evaluate", ""}),
+    ("entries", {"bench", "collect", "evaluate", "warmup", ""}),
 ]
-MAX_FRONT_MODULES = 12
+MAX_FRONT_MODULES = 13
 
 
 def module_name(path: Path) -> str:

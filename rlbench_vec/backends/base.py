@@ -38,7 +38,9 @@ class Demo:
     """One demonstration: per-step observations stacked on a leading time axis, and the actions between them.
 
     observations[key] has shape (T, ...) with the keys of the env's observation layout;
-    actions has shape (T - 1, action_size) in the env's action mode.
+    actions has shape (T - 1, action_size) in the env's action mode. reset_seed: the seed whose reset(seed,
+    {"variation": variation_index}) starts the demo's scene again, where the backend knows one (the embedded
+    ones); RLBench's datasets keep it as the demo's random_seed.
     """
 
     observations: dict[str, np.ndarray]
@@ -46,6 +48,7 @@ class Demo:
     success: bool
     variation_index: int
     descriptions: list[str]
+    reset_seed: int | None = None
 
 
 

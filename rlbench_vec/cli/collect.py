@@ -178,11 +178,17 @@ def _collect(config: CollectConfig, command: str | None, ranks: Ranks) -> dict[s
 
 
 def _plan(config: CollectConfig, task: str, variations: int, pool: WriterPool, tally: Tally, ranks: Ranks) -> list[Job]:
-    """This rank's jobs of the task's first `variations` variations that are not on disk yet, variation by
-    variation: every world_size-th of the task's plan (a rank may plan a task while others write it)."""
+    """This rank's jobs of the task's first `variations` variations that are not on disk yet, variation by variation
+    (with all_variations: episodes_per_task in all, cycling through the variations): every world_size-th of the
+    task's plan (a rank may plan a task while others write it)."""
     done = pool.completed(task)
-    mine = ranks.mine([(variation, e) for variation in range(variations) for e in range(config.episodes_per_task)])
-    jobs = [Job(Episode(task, variation, e)) for variation, e in mine if (variation, e) not in done]
+    if config.all_variations:  # one folder, episode e of variation e mod count
+        every = [Episode(task, e % variations, e, True) for e in range(config.episodes_per_task)]
+    else:
+        every = [Episode(task, variation, e) for variation in range(variations)
+                 for e in range(config.episodes_per_task)]
+    mine = ranks.mine(every)
+    jobs = [Job(episode) for episode in mine if (episode.variation, episode.episode) not in done]
     tally.variations[task], tally.planned[task] = variations, len(jobs)
     tally.skipped[task] = len(mine) - len(jobs)
     return jobs
@@ -310,6 +316,10 @@ def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
     parser.add_argument("--variations", default=default.variations, type=_count_or_all,
                         help="a count (variations 0..n-1) or all")
     parser.add_argument("--format", default=default.format, choices=FORMATS)
+    parser.add_argument("--all_variations", type=int, default=0, choices=(0, 1),
+                        help="rlbench format: every episode in TASK/all_variations/episodes/ with its "
+                             "variation_number.pkl (RLBench's generator's --all_variations, PerAct's test set), "
+                             "--episodes_per_task in all")
     parser.add_argument("--seed", type=int, default=default.seed)
     parser.add_argument("--backend", default=default.backend, choices=BACKENDS)
     parser.add_argument("--num_envs", type=positive, default=default.num_envs,
@@ -335,7 +345,8 @@ def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
     parser.add_argument("--lerobot_vcodec", default=default.lerobot_vcodec)
     parser.add_argument("--lerobot_checkpoint_every", type=positive, default=default.lerobot_checkpoint_every)
     parser.add_argument("--progress", type=int, default=1, choices=(0, 1))
-    return CollectConfig(**parsed_flags(parser, argv, ("tasks", "cameras", "modalities", "image_size")))
+    args = parsed_flags(parser, argv, ("tasks", "cameras", "modalities", "image_size"))
+    return CollectConfig(**{**args, "all_variations": bool(args["all_variations"])})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

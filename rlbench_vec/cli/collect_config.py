@@ -18,8 +18,8 @@ from .runs import command_line
 
 DEFAULT_MODALITIES = {"rlbench": ("rgb", "depth", "mask"), "lerobot": ("rgb",)}
 # Arguments that shape the stored demos: a rerun into the same folder must repeat them.
-DATASET_ARGUMENTS = ("backend", "format", "seed", "image_size", "cameras", "modalities", "arm_mode", "absolute_mode",
-                     "gripper_mode", "max_episode_steps", "backend_options")
+DATASET_ARGUMENTS = ("backend", "format", "all_variations", "seed", "image_size", "cameras", "modalities", "arm_mode",
+                     "absolute_mode", "gripper_mode", "max_episode_steps", "backend_options")
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,9 @@ class CollectConfig:
     """What to collect and how. Flags of `python -m rlbench_vec.collect` have the same names.
 
     tasks (names, or ("all",): every task of the backend), episodes_per_task (per variation, as RLBench counts),
-    variations (a count: variations 0..n-1, or "all"), out, format ("rlbench" or "lerobot"), seed. Environment:
+    variations (a count: variations 0..n-1, or "all"), out, format ("rlbench" or "lerobot"), all_variations (rlbench
+    format: episodes_per_task episodes in the task's all_variations folder, episode e of variation e mod the count,
+    as RLBench's dataset generator with --all_variations), seed. Environment:
     backend, image_size (width, height), cameras, modalities (None: rgb, depth, mask for rlbench; rgb for lerobot),
     arm_mode, absolute_mode, gripper_mode, max_episode_steps, backend_options, renderer. Engine: num_envs (worker
     processes, one demo each at a time), demo_timeout_s (a worker silent that long on one demo is restarted; None:
@@ -41,6 +43,7 @@ class CollectConfig:
     episodes_per_task: int = 10
     variations: int | str = 1
     format: str = "rlbench"
+    all_variations: bool = False
     seed: int = 0
     backend: str = "auto"
     num_envs: int = 1
@@ -70,6 +73,8 @@ class CollectConfig:
             raise ConfigError(f"tasks must name at least one task, each once; got {self.tasks!r}.")
         if self.format not in FORMATS:
             raise ConfigError(f"unknown format {self.format!r}; choose from {', '.join(FORMATS)}.")
+        if self.all_variations and self.format != "rlbench":
+            raise ConfigError("all_variations is a layout of the rlbench format; leave it off for lerobot.")
         if self.variations != "all":
             integer("variations", self.variations, 1)
         if "variation" in self.backend_options:

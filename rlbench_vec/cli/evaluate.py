@@ -12,6 +12,10 @@
   robot's, or a policy's NaN or inf) or a backend error end it too, recorded with the reason and counted as
   failures. A policy that raises, or returns anything but (envs, action size) numbers, stops the run (a
   programming error is no score). A worker crash mid-episode reruns that episode, never counted twice.
+- PerAct's protocol: --protocol peract (four cameras, rgb and point clouds at 128x128, planning to absolute poses
+  with PerAct's 9-number action, 25 steps, 25 episodes of PerAct's 18 tasks); --episodes_from DIR scores a
+  dataset's stored episodes (PerAct's test set on rlbench; collect's on every backend); --repeats N (RVT: 5).
+  A factory may return a YARR Agent (act(step, observation, deterministic), reset()): docs/evaluate.md.
 - Output: DIR/log.jsonl, what is scored then a record per finished episode as it ends; DIR/results.json (per
   task success rate and Wilson 95% interval, mean, counts over every run of DIR) and DIR/results.md, the table
   also printed, both derived from the log (--report_only rebuilds them). A rerun with the same --out runs only
@@ -27,12 +31,13 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..backends import list_tasks
 from ..config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES
 from ..distributed import RankInfo
 from . import ArgumentParser, non_negative, positive
-from .evaluate_config import EvaluateConfig
+from .evaluate_config import PROTOCOLS, EvaluateConfig
 from .evaluate_folder import LOG_FILE, rebuild
 from .evaluate_report import markdown
 from .evaluate_run import evaluate
@@ -42,17 +47,54 @@ __all__ = ["EvaluateConfig", "evaluate", "main", "parse_args"]
 
 
 def parse_args(argv: Sequence[str] | None = None) -> tuple[EvaluateConfig, bool]:
-    """The config the flags give, and whether --report_only was given."""
-    args = parsed_flags(_parser(), argv, ("tasks", "cameras", "modalities", "image_size", "variations"))
+    """The config the flags give, and whether --report_only was given. --protocol NAME makes PROTOCOLS[NAME] the
+    defaults of the flags it sets; flags given override them."""
+    parser = _parser()
+    chosen, _ = parser.parse_known_args(argv)
+    if chosen.protocol is not None:
+        parser.set_defaults(**{name: _as_flag(value) for name, value in PROTOCOLS[chosen.protocol].items()})
+    args = parsed_flags(parser, argv, ("tasks", "cameras", "modalities", "image_size", "variations"))
     report_only = args.pop("report_only")
+    args.pop("protocol")
+    args["ignore_collisions_flag"] = bool(args["ignore_collisions_flag"])
     return EvaluateConfig(**args), report_only
+
+
+def _as_flag(value: Any) -> Any:
+    """A config value as its flag parses it: a tuple as a list, a bool as 0 or 1."""
+    return list(value) if isinstance(value, tuple) else int(value) if isinstance(value, bool) else value
+
+
+def _protocol_help(name: str) -> str:
+    return " ".join(f"--{flag} {' '.join(map(str, value)) if isinstance(value, list) else value}"
+                    for flag, value in ((flag, _as_flag(v)) for flag, v in PROTOCOLS[name].items()))
+
+
+def _json_object(text: str) -> dict:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError(f"{text!r} is no JSON object")
+    return value
 
 
 def _parser() -> ArgumentParser:
     parser = ArgumentParser(prog="python -m rlbench_vec.evaluate", description=__doc__)
     default = EvaluateConfig()
+    parser.add_argument("--protocol", default=None, choices=tuple(PROTOCOLS),
+                        help=f"a paper's settings as the defaults of their flags: peract: {_protocol_help('peract')}")
     parser.add_argument("--policy", default=default.policy,
                         help="oracle, random, FILE.py:NAME or package.module:NAME (a factory: docs/evaluate.md)")
+    parser.add_argument("--policy_args", type=_json_object, default={},
+                        help="JSON object: the factory's keyword arguments (scored), e.g. "
+                             "'{\"checkpoint\": \"model.pt\"}'")
+    parser.add_argument("--episodes_from", default=None, metavar="DIR",
+                        help="score the stored episodes of a dataset in RLBench's layout (each its variation and "
+                             "start; --episodes caps how many per task)")
+    parser.add_argument("--repeats", type=positive, default=default.repeats,
+                        help="the whole evaluation N times over the same episodes, each with its own seeds")
+    parser.add_argument("--ignore_collisions_flag", type=int, default=0, choices=(0, 1),
+                        help="pose arm modes: a 9th action number, PerAct's ignore_collisions (> 0.5: no collision "
+                             "checking)")
     parser.add_argument("--tasks", nargs="+", default=list(default.tasks), metavar="TASK",
                         help="task names or a suite (peract18); the embedded backends run "
                              f"{' '.join(list_tasks('mujoco'))}")

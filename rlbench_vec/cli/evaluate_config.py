@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from ..backends import backend_class
@@ -18,8 +19,16 @@ from .runs import command_line
 POLICIES = ("oracle", "random")  # besides FILE.py:NAME and package.module:NAME
 # Arguments that decide each episode's outcome: a resumed --out must repeat them (with the package version and
 # the policy's identity: evaluate_folder).
-SCORED_ARGUMENTS = ("tasks", "episodes", "variations", "seed", "backend", "policy", "arm_mode", "absolute_mode",
-                    "gripper_mode", "max_steps", "image_size", "cameras", "modalities", "backend_options")
+SCORED_ARGUMENTS = ("tasks", "episodes", "variations", "seed", "backend", "policy", "policy_args", "arm_mode",
+                    "absolute_mode", "ignore_collisions_flag", "gripper_mode", "max_steps", "image_size", "cameras",
+                    "modalities", "backend_options", "episodes_from", "repeats")
+# PerAct's evaluation (peract eval.py through YARR; RVT's rvt/eval.py): the flags `--protocol peract` sets.
+PROTOCOLS: dict[str, dict[str, Any]] = {"peract": {
+    "tasks": ("peract18",), "episodes": 25, "max_steps": 25, "cameras": ("front", "left_shoulder", "right_shoulder",
+                                                                          "wrist"),
+    "modalities": ("rgb", "point_cloud"), "image_size": (128, 128), "arm_mode": "planning", "absolute_mode": True,
+    "gripper_mode": "discrete", "ignore_collisions_flag": True,
+}}
 
 
 @dataclass(frozen=True)
@@ -34,7 +43,13 @@ class EvaluateConfig:
     seed. out: the run folder: its log (log.jsonl), results.json and results.md (a rerun resumes it). video: the first N
     episodes of each task as mp4 (front camera). Environment: backend, num_envs, arm_mode, absolute_mode,
     gripper_mode, max_steps (per episode), image_size, cameras, modalities, backend_options, renderer. progress:
-    a progress bar on a terminal, whole lines otherwise."""
+    a progress bar on a terminal, whole lines otherwise. policy_args: keyword arguments of the policy's factory
+    (JSON values; scored). episodes_from: a dataset in RLBench's layout whose stored episodes are scored
+    (datasets.stored_episodes: episode k of a task is its k-th stored one, with its variation and start; episodes
+    caps how many; its identity is scored). repeats: the whole evaluation this many times over the same episodes,
+    each repeat with its own seeds (results give each repeat, the mean and the standard deviation).
+    ignore_collisions_flag: pose arm modes take a 9th number, PerAct's ignore_collisions (EnvConfig's, issue 50).
+    The flags' `--protocol peract` sets PROTOCOLS["peract"] (EvaluateConfig.of_protocol)."""
 
     policy: str = "oracle"
     tasks: tuple[str, ...] = ("reach_target",)
@@ -55,6 +70,17 @@ class EvaluateConfig:
     backend_options: Mapping[str, Any] = field(default_factory=dict)
     renderer: str | None = None
     progress: bool = True
+    policy_args: Mapping[str, Any] = field(default_factory=dict)
+    episodes_from: str | None = None
+    repeats: int = 1
+    ignore_collisions_flag: bool = False
+
+    @classmethod
+    def of_protocol(cls, name: str, **changes: Any) -> EvaluateConfig:
+        """PROTOCOLS[name]'s settings, then `changes` (e.g. policy, out, num_envs)."""
+        if name not in PROTOCOLS:
+            raise ConfigError(f"unknown protocol {name!r}; choose from {', '.join(PROTOCOLS)}.")
+        return cls(**{**PROTOCOLS[name], **changes})
 
     def validated(self) -> EvaluateConfig:
         """A copy with names resolved, or ConfigError naming what is wrong: an unknown task with the closest
@@ -82,23 +108,39 @@ def checked(config: EvaluateConfig) -> tuple[EvaluateConfig, EnvConfig]:
                           "use --backend mujoco, mjwarp or rlbench for the oracle's table, or another policy.")
     if "variation" in config.backend_options:
         raise ConfigError("backend_options['variation'] is set per episode by the evaluation; use --variations.")
-    if config.backend_options.get("shaped_rewards"):
-        raise ConfigError("backend_options['shaped_rewards'] makes rewards distances, and the evaluation counts an "
-                          "episode a success by its last reward (1 on success): leave shaped_rewards unset.")
+    if config.episodes_from is not None and config.variations is not None:
+        raise ConfigError("--episodes_from scores each stored episode with its own variation; leave --variations out.")
+    if "dataset_root" in config.backend_options and config.episodes_from is not None:
+        raise ConfigError("--episodes_from sets the rlbench backend's dataset_root; leave it out of backend_options.")
+    if config.episodes_from is not None and not Path(config.episodes_from).is_dir():
+        raise ConfigError(f"--episodes_from {config.episodes_from}: no such folder (a dataset in RLBench's layout, "
+                          "e.g. from python -m rlbench_vec.collect --format rlbench).")
+    if not isinstance(config.policy_args, Mapping):
+        raise ConfigError(f"policy_args must be a JSON object of the factory's keyword arguments, got "
+                          f"{config.policy_args!r}.")
+    for shaping in ("shaped_rewards", "dense_rewards"):
+        if config.backend_options.get(shaping):
+            raise ConfigError(f"backend_options[{shaping!r}] makes rewards other than 1 on success, and the evaluation "
+                              f"counts an episode a success by its last reward: leave {shaping} unset.")
     config = replace(config, tasks=tuple(names), episodes=integer("episodes", config.episodes, 1),
                      seed=integer("seed", config.seed, 0), video=integer("video", config.video, 0),
                      num_envs=integer("num_envs", config.num_envs, 1),
                      max_steps=integer("max_steps", config.max_steps, 1),
                      variations=None if config.variations is None else tuple(
                          integer("variations", v, 0) for v in config.variations),
-                     backend_options=dict(config.backend_options))
+                     backend_options=dict(config.backend_options), repeats=integer("repeats", config.repeats, 1),
+                     policy_args=json.loads(json.dumps(dict(config.policy_args))),
+                     episodes_from=None if config.episodes_from is None else str(Path(config.episodes_from).resolve()))
     options = dict(config.backend_options)
     if config.policy == "oracle":
         options["oracle"] = True
+    if config.episodes_from is not None and resolve_backend(config.backend) == "rlbench":
+        options["dataset_root"] = config.episodes_from  # RLBench's get_demos reads the stored episodes there
+    # misc: every policy gets the cameras' matrices (a few numbers per camera)
     env = EnvConfig(task=config.tasks, backend=config.backend, cameras=config.cameras, image_size=config.image_size,
                     modalities=config.modalities, arm_mode=config.arm_mode, absolute_mode=config.absolute_mode,
                     gripper_mode=config.gripper_mode, max_episode_steps=config.max_steps, renderer=config.renderer,
-                    backend_options=options).validated()
+                    misc=True, backend_options=options, **collision_flag(config.ignore_collisions_flag)).validated()
     backend = backend_class(env.backend)
     known = backend.task_names()
     for task in config.tasks:
@@ -112,6 +154,12 @@ def checked(config: EvaluateConfig) -> tuple[EvaluateConfig, EnvConfig]:
     every_task = replace(env, task=config.tasks)
     room = task_state_size(every_task) if "task_low_dim_state" in low_dim_fields(every_task) else None
     return replace(config, backend=env.backend), replace(env, task=config.tasks, task_low_dim_size=room)
+
+
+def collision_flag(wanted: bool) -> dict[str, Any]:
+    """EnvConfig's ignore_collisions_flag where EnvConfig has it (issue 50). PLACEHOLDER until then: no field, the
+    env takes 8 numbers, and a YARR agent's 9th (ignore_collisions) is dropped (cli/yarr.py)."""
+    return {"ignore_collisions_flag": wanted} if "ignore_collisions_flag" in EnvConfig.__dataclass_fields__ else {}
 
 
 def for_envs(env: EnvConfig, tasks: list[str]) -> EnvConfig:

@@ -4,10 +4,11 @@ that a resumed folder scores the same, and results.json / results.md derived fro
 log.jsonl holds one JSON record per line, each appended whole by one write to a file opened for appending
 (so records of several writers never interleave, and a kill leaves at most a cut last line, dropped on reading):
 - {"record": "evaluation", ...}: first, once: the scored arguments, the package version, the policy's identity
-  and each task's variation count (with the scored arguments, the plan of every episode's variation and seed).
+  and each task's variation count (with the scored arguments, the plan of every episode's variation and seed);
+  with --episodes_from, the dataset's identity and each scored stored episode's start.
 - {"record": "run", "run": n, "command", "num_envs", "started"}: each start or resume of the folder.
 - {"record": "envs", "run": n, "num_envs"}: each vector env a run made, with the envs it used.
-- {"record": "episode", "run": n, "at": seconds into the run, task, episode, variation, seed, success, ...}.
+- {"record": "episode", "run": n, "at": seconds into the run, task, episode, repeat, variation, seed, success, ...}.
 - {"record": "end", "run": n, "at", "finished"}: a run that ended without being killed.
 Only episodes of the plan count, each once (its first record). Every number of results.json comes from the log:
 `rebuild(out)` writes them again.
@@ -58,9 +59,9 @@ class Log:
     ignored: int = 0  # episode records outside the plan or repeated
 
 
-def read_log(out: Path, planned: Iterable[tuple[str, int, int, int]] | None = None) -> Log:
-    """The log of `out` (an empty Log where there is none). planned: the (task, episode, variation, seed) that
-    count (None: the plan the first record gives); other episode records and repeats are left out, counted."""
+def read_log(out: Path, planned: Iterable[tuple[str, int, int, int, int]] | None = None) -> Log:
+    """The log of `out` (an empty Log where there is none). planned: the (task, episode, repeat, variation, seed)
+    that count (None: the plan the first record gives); other episode records and repeats are left out, counted."""
     path = out / LOG_FILE
     log = Log()
     if not path.is_file():
@@ -76,15 +77,15 @@ def read_log(out: Path, planned: Iterable[tuple[str, int, int, int]] | None = No
                           "choose another --out.")
     if planned is None and log.header is not None:
         planned = header_plan(log.header)
-    wanted: dict[Any, tuple[int, int]] = {(task, episode): (variation, seed) for task, episode, variation, seed
-                                         in planned or ()}
+    wanted: dict[Any, tuple[int, int]] = {(task, episode, repeat): (variation, seed)
+                                         for task, episode, repeat, variation, seed in planned or ()}
     seen = set()
     for record in records[1:] + [record for rank_log in rank_logs(out) for record in _records(rank_log)]:
         kind = record.get("record")
         if kind in ("run", "envs", "end"):
             log.runs.append(record)
         elif kind == "episode":
-            key = (record.get("task"), record.get("episode"))
+            key = (record.get("task"), record.get("episode"), record.get("repeat", 0))
             if key in seen or wanted.get(key) != (record.get("variation"), record.get("seed")):
                 log.ignored += 1
             else:
@@ -115,23 +116,25 @@ def _records(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def header_plan(header: dict[str, Any]) -> list[tuple[str, int, int, int]]:
-    """The (task, episode, variation, seed) of every planned episode, from a log's first record."""
+def header_plan(header: dict[str, Any]) -> list[tuple[str, int, int, int, int]]:
+    """The (task, episode, repeat, variation, seed) of every planned episode, from a log's first record."""
     scored: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value
                               for key, value in header["scored"].items()}
     config = EvaluateConfig(**scored)
-    return [(p.task, p.episode, p.variation, p.seed) for task in config.tasks
-            for p in plan(config, task, header["variation_counts"][task])]
+    starts = header.get("stored_episodes") or {}
+    return [p.key for task in config.tasks
+            for p in plan(config, task, header["variation_counts"][task], starts.get(task))]
 
 
 def differences(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
     """What differs between two first records, one phrase each."""
     said = []
-    for key in ("scored", "policy_identity", "variation_counts"):
+    for key in ("scored", "policy_identity", "variation_counts", "dataset", "stored_episodes"):
         old, new = before.get(key, {}), now[key]
         for name in sorted(set(old) | set(new), key=lambda name: (name not in new, name)):
             if old.get(name) != new.get(name):
-                what = "the policy's " + name if key == "policy_identity" else name
+                what = {"policy_identity": "the policy's ", "dataset": "the dataset's ",
+                        "stored_episodes": "the stored episodes of "}.get(key, "") + name
                 said.append(f"{what} {json.dumps(old.get(name))} then, {json.dumps(new.get(name))} now")
     if before.get("version") != now["version"]:
         said.append(f"rlbench_vec {before.get('version')} then, {now['version']} now")
@@ -145,7 +148,7 @@ class RunLog:
     rank opens its own (rank 0 first, writing the first record; the others once it is there, and all before
     any writes its run record, so they share the run's number)."""
 
-    def __init__(self, out: Path, header: dict[str, Any], planned: Iterable[tuple[str, int, int, int]],
+    def __init__(self, out: Path, header: dict[str, Any], planned: Iterable[tuple[str, int, int, int, int]],
                  rank: int = 0, world: int = 1):
         self.out, self.path, self.rank, self.world = out, log_path(out, rank), rank, world
         self.log = read_log(out, planned)
@@ -243,7 +246,7 @@ def _size(path: Path) -> int:
 
 def results_of(log: Log) -> dict[str, Any]:
     assert log.header is not None
-    return summary(log.header, log.runs, log.episodes, log.ignored)
+    return summary(log.header, log.runs, log.episodes, header_plan(log.header), log.ignored)
 
 
 def write_results(out: Path, log: Log) -> dict[str, Any]:

@@ -37,7 +37,7 @@ class Running:
     reruns: int = 0
     steps: int = 0
     reward: float = 0.0
-    description: str = ""
+    descriptions: tuple[str, ...] = ()
     resetting: bool = True
 
 
@@ -83,10 +83,10 @@ class Evaluation:
     def record(self, run: Running, success: bool, **why: str) -> None:
         """An episode that ended, appended to the log (why: invalid_action or backend_error, with its reason)."""
         p = run.planned
-        line: dict[str, Any] = {"task": p.task, "episode": p.episode, "variation": p.variation, "seed": p.seed,
-                                "success": success, "steps": run.steps, "reward": run.reward,
-                                "description": run.description, "seconds": round(time.perf_counter() - run.started, 3),
-                                **why}
+        line: dict[str, Any] = {"task": p.task, "episode": p.episode, "repeat": p.repeat, "variation": p.variation,
+                                "seed": p.seed, "success": success, "steps": run.steps, "reward": run.reward,
+                                "description": run.descriptions[0] if run.descriptions else "",
+                                "seconds": round(time.perf_counter() - run.started, 3), **why}
         if run.reruns:
             line["reruns"] = run.reruns
         self.log.add(line, "episode")
@@ -102,7 +102,7 @@ class Evaluation:
         try:
             with RLBenchVectorEnv.from_config(for_envs(self.env_config, [p.task for p in first]), vector) as env:
                 self.log.add({"num_envs": len(first)}, "envs")
-                policy = self.source.make(env, config.seed)
+                policy = self.source.make(env, config.seed, config.max_steps)
                 running: dict[int, Running] = {}
                 # every env starts on its own: one whose first reset is quick need not wait for the slowest
                 self._start(env, policy, running, [(env_id, p, 0) for env_id, p in enumerate(first)])
@@ -134,8 +134,7 @@ class Evaluation:
                 continue
             if run.resetting:  # the first observation of its episode
                 run.resetting = False
-                descriptions = info["descriptions"][row]
-                run.description = str(descriptions[0]) if len(descriptions) else ""
+                run.descriptions = tuple(map(str, info["descriptions"][row]))
                 acting.append(row)
                 continue
             run.steps += 1
@@ -164,8 +163,12 @@ class Evaluation:
         # indexing copies: the policy may keep what it gets (the next recv reuses the shared rows)
         act_obs = {key: value[rows] for key, value in obs.items()}
         act_info = {"env_id": act_ids, "task": [r.planned.task for r in runs],
-                    "variation": [r.planned.variation for r in runs], "episode": [r.planned.episode for r in runs],
-                    "descriptions": [r.description for r in runs], "step": [r.steps for r in runs]}
+                    "variation_index": [r.planned.variation for r in runs],
+                    "episode": [r.planned.episode for r in runs],
+                    "repeat": [r.planned.repeat for r in runs], "descriptions": [list(r.descriptions) for r in runs],
+                    "lang_goal": [r.descriptions[0] if r.descriptions else "" for r in runs],
+                    "step": [r.steps for r in runs]}
+        act_info["variation"] = act_info["variation_index"]  # the name of rlbench_vec 0.3's evaluate
         actions, invalid = as_actions(policy.act(act_obs, act_info), len(rows), action_size(env.env_config))
         valid = [j for j, why in enumerate(invalid) if not why]
         for j, why in enumerate(invalid):
@@ -194,4 +197,12 @@ class Evaluation:
         policy.reset(ids)
         self.in_flight += len(ids)
         env.send_reset(ids, seeds=[p.seed for _, p, _ in starting],
-                       options={"env_options": [{"task": p.task, "variation": p.variation} for _, p, _ in starting]})
+                       options={"env_options": [self._reset_options(p) for _, p, _ in starting]})
+
+    def _reset_options(self, p: Planned) -> dict[str, Any]:
+        """The episode's task and variation; a stored episode on rlbench also which one reset_to_demo starts
+        (on the embedded backends its reset seed starts its scene)."""
+        options: dict[str, Any] = {"task": p.task, "variation": p.variation}
+        if p.demo is not None and self.config.backend == "rlbench":
+            options.update(demo=p.demo, all_variations=p.all_variations)
+        return options

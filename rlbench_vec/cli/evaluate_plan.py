@@ -6,11 +6,13 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ..backends import backend_class
 from ..config import EnvConfig, VectorConfig
+from ..datasets.stored_episodes import dataset_identity, stored_task_episodes
 from ..datasets.writers import Episode
-from ..errors import ConfigError
+from ..errors import ConfigError, DatasetError
 from ..vector_env import RLBenchVectorEnv
 from .evaluate_config import EvaluateConfig
 from .runs import job_seed
@@ -18,12 +20,54 @@ from .runs import job_seed
 
 @dataclass(frozen=True)
 class Planned:
-    """One episode to score: task, its number, and the variation and reset seed it always gets."""
+    """One episode to score: task, its number, the variation and reset seed it always gets, its repeat; a stored
+    episode's place in its folder (demo) and the folder's layout, for RLBench's reset_to_demo."""
 
     task: str
     episode: int
     variation: int
     seed: int
+    repeat: int = 0
+    demo: int | None = None
+    all_variations: bool = False
+
+    @property
+    def key(self) -> tuple[str, int, int, int, int]:
+        """What identifies it in the run folder's log: (task, episode, repeat, variation, seed)."""
+        return self.task, self.episode, self.repeat, self.variation, self.seed
+
+
+def stored_starts(config: EvaluateConfig) -> dict[str, list[dict[str, Any]]] | None:
+    """With episodes_from: per task, the start of each stored episode scored (at most config.episodes): its
+    variation, reset_seed (None where the dataset names none), place in its folder and layout; recorded in the
+    run folder's first record, so its plan rebuilds from the log. ConfigError where an embedded backend cannot
+    start one (no reset seed: a dataset not written by rlbench_vec's collect)."""
+    if config.episodes_from is None:
+        return None
+    starts = {}
+    for task in config.tasks:
+        try:
+            stored = stored_task_episodes(config.episodes_from, task, config.episodes)
+        except DatasetError as error:
+            raise ConfigError(str(error)) from None
+        unseeded = [str(e.path) for e in stored if e.reset_seed is None]
+        if unseeded and config.backend != "rlbench":
+            raise ConfigError(f"the {config.backend} backend starts a stored episode from the reset seed rlbench_vec's "
+                              f"collect stores as its random_seed, and {unseeded[0]} has none (RLBench's own "
+                              "dataset): score it with --backend rlbench (reset_to_demo), or collect the episodes "
+                              "with python -m rlbench_vec.collect --format rlbench.")
+        starts[task] = [{"variation": e.variation, "reset_seed": e.reset_seed, "demo": e.number,
+                         "all_variations": e.all_variations} for e in stored]
+    return starts
+
+
+def dataset_record(config: EvaluateConfig, starts: dict[str, list[dict[str, Any]]] | None) -> dict[str, Any] | None:
+    """The scored dataset's identity (a sha256 of the files that decide its scored episodes' starts)."""
+    if config.episodes_from is None or starts is None:
+        return None
+    stored = {task: stored_task_episodes(config.episodes_from, task, len(task_starts))
+              for task, task_starts in starts.items()}
+    return {"sha256": dataset_identity(config.episodes_from, stored)}
 
 
 def variation_counts(env: EnvConfig, known: dict[str, int] | None = None) -> dict[str, int]:
@@ -40,19 +84,28 @@ def variation_counts(env: EnvConfig, known: dict[str, int] | None = None) -> dic
     return {task: int(count or (known or {})[task]) for task, count in counts.items()}
 
 
-def plan(config: EvaluateConfig, task: str, count: int) -> list[Planned]:
-    """Episode k of the task: the variation --variations (else all `count` of them) gives it in turn, as
-    RLBench's evaluations cycle through a task's variations, and the seed collect's jobs get from (seed, task,
-    variation, k): the same whatever the number of envs and whichever env runs it."""
-    cycle = config.variations if config.variations is not None else tuple(range(count))
-    too_high = [v for v in cycle if v >= count]
-    if too_high:
-        raise ConfigError(f"{task} has {count} variations (0..{count - 1}); --variations {' '.join(map(str, cycle))} "
-                          f"names {too_high}.")
+def plan(config: EvaluateConfig, task: str, count: int, starts: list[dict[str, Any]] | None = None) -> list[Planned]:
+    """Episode k of the task in repeat r: the variation --variations (else all `count` of them) gives it in turn,
+    as RLBench's evaluations cycle through a task's variations, and the seed collect's jobs get from (seed, task,
+    variation, k) at attempt r: the same whatever the number of envs and whichever env runs it. starts (stored
+    episodes, stored_starts): episode k is the k-th stored one, with its variation; on an embedded backend its
+    reset seed starts its scene in every repeat, on rlbench reset_to_demo does."""
+    if starts is None:
+        cycle = config.variations if config.variations is not None else tuple(range(count))
+        too_high = [v for v in cycle if v >= count]
+        if too_high:
+            raise ConfigError(f"{task} has {count} variations (0..{count - 1}); --variations "
+                              f"{' '.join(map(str, cycle))} names {too_high}.")
+        starts = [{"variation": cycle[k % len(cycle)]} for k in range(config.episodes)]
     episodes = []
-    for k in range(config.episodes):
-        variation = cycle[k % len(cycle)]
-        episodes.append(Planned(task, k, variation, job_seed(config.seed, Episode(task, variation, k), 0)))
+    for repeat in range(config.repeats):
+        for k, start in enumerate(starts):
+            variation = int(start["variation"])
+            seed = start.get("reset_seed")
+            if seed is None or config.backend == "rlbench":
+                seed = job_seed(config.seed, Episode(task, variation, k), repeat)
+            episodes.append(Planned(task, k, variation, int(seed), repeat, start.get("demo"),
+                                    bool(start.get("all_variations", False))))
     return episodes
 
 

@@ -35,9 +35,31 @@ def scores(tasks: Iterable[str], episodes: list[dict[str, Any]]) -> dict[str, An
     return {"tasks": table, "mean_success": round(sum(rates) / len(rates), 4) if rates else None}
 
 
+def repeat_scores(tasks: list[str], repeats: int, episodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each repeat's scores (its task rates and their mean), and the mean and standard deviation (sample, n - 1)
+    of the repeats' means and of each task's rates: RVT's mean and spread over 5 evaluations."""
+    each = [scores(tasks, [e for e in episodes if e.get("repeat", 0) == r]) for r in range(repeats)]
+    rows = [{"repeat": r, "mean_success": score["mean_success"],
+             "tasks": {task: row["success_rate"] for task, row in score["tasks"].items()}}
+            for r, score in enumerate(each)]
+    means = [row["mean_success"] for row in rows]
+    per_task = {task: spread([row["tasks"][task] for row in rows]) for task in tasks}
+    return {"repeats": rows, "repeat_mean": spread(means), "repeat_tasks": per_task}
+
+
+def spread(values: list[float | None]) -> dict[str, float | None]:
+    """Mean and sample standard deviation of the values known (None where fewer than one or two are)."""
+    known = [value for value in values if value is not None]
+    mean = sum(known) / len(known) if known else None
+    std = math.sqrt(sum((v - mean) ** 2 for v in known) / (len(known) - 1)) if mean is not None and len(known) > 1 \
+        else None
+    return {"mean": None if mean is None else round(mean, 4), "std": None if std is None else round(std, 4)}
+
+
 def summary(header: dict[str, Any], runs: list[dict[str, Any]], episodes: list[dict[str, Any]],
-            ignored: int = 0) -> dict[str, Any]:
-    """results.json from a run folder's log: the scores, and counts over every run of the folder."""
+            planned: list[tuple[str, int, int, int, int]], ignored: int = 0) -> dict[str, Any]:
+    """results.json from a run folder's log: the scores (with several repeats: each repeat's, and their mean and
+    spread), and counts over every run of the folder; planned: the plan's (task, episode, repeat, ...)."""
     scored = header["scored"]
     per_run: dict[int, dict[str, Any]] = {}
     used: dict[tuple[int, int], int] = {}  # (run, rank): the most envs one of its vector envs used
@@ -57,23 +79,29 @@ def summary(header: dict[str, Any], runs: list[dict[str, Any]], episodes: list[d
         run["episodes"] += 1
         run["seconds"] = max(run["seconds"], episode["at"])
     last = per_run[max(per_run)] if per_run else {}
+    per_task = {sum(key[0] == task and key[2] == 0 for key in planned) for task in scored["tasks"]}
     return {
         **scores(scored["tasks"], episodes), "command": last.get("command", ""), "backend": scored["backend"],
         "policy": scored["policy"], "policy_identity": header["policy_identity"], "version": header["version"],
-        "episodes_per_task": scored["episodes"],
+        "episodes_per_task": per_task.pop() if len(per_task) == 1 else None,
         "invalid_actions": sum("invalid_action" in e for e in episodes),
         "backend_errors": sum("backend_error" in e for e in episodes),
         "reruns": sum(e.get("reruns", 0) for e in episodes),
         "num_envs": max((run["num_envs_used"] for run in per_run.values()), default=0),
         "seconds": round(sum(run["seconds"] for run in per_run.values()), 3),
         "runs": [{"run": n, **run} for n, run in sorted(per_run.items())], "config": scored,
-        "finished": len(episodes) == len(scored["tasks"]) * scored["episodes"], "ignored_log_records": ignored,
+        "finished": len(episodes) == len(planned), "ignored_log_records": ignored,
+        **repeat_scores(scored["tasks"], scored.get("repeats", 1), episodes),
+        "dataset": {"episodes_from": scored.get("episodes_from"), **header.get("dataset", {})},
     }
 
 
 def markdown(result: dict[str, Any]) -> str:
     """Task rows with success % and its 95% interval, then the mean: the layout of RLBench papers' tables."""
-    lines = [f"Policy `{result['policy']}` on `{result['backend']}`, {result['episodes_per_task']} episodes per task",
+    count, repeats = result["episodes_per_task"], len(result.get("repeats", ()))
+    times = f", {repeats} repeats" if repeats > 1 else ""
+    lines = [f"Policy `{result['policy']}` on `{result['backend']}`, "
+             f"{'the stored' if count is None else count} episodes per task{times}",
              "", "| task | success % | 95% CI | episodes |", "| --- | ---: | ---: | ---: |"]
     for task, row in result["tasks"].items():
         rate = "-" if row["success_rate"] is None else f"{100 * row['success_rate']:.1f}"
@@ -82,4 +110,17 @@ def markdown(result: dict[str, Any]) -> str:
     mean = "-" if result["mean_success"] is None else f"{100 * result['mean_success']:.1f}"
     episodes = sum(int(row["episodes"]) for row in result["tasks"].values())
     lines.append(f"| **mean** | **{mean}** | | {episodes} |")
+    if len(result.get("repeats", ())) > 1:
+        lines += ["", f"{len(result['repeats'])} repeats over the same episodes: success % of each, mean and standard "
+                  "deviation", "", "| task | " + " | ".join(f"repeat {row['repeat']}" for row in result["repeats"])
+                  + " | mean | std |", "| --- |" + " ---: |" * (len(result["repeats"]) + 2)]
+        for task, both in [*result["repeat_tasks"].items(), ("**mean**", result["repeat_mean"])]:
+            rates = [row["tasks"][task] for row in result["repeats"]] if task in result["repeat_tasks"] else [
+                row["mean_success"] for row in result["repeats"]]
+            lines.append(f"| {task} | " + " | ".join(map(_percent, rates)) + f" | {_percent(both['mean'])} | "
+                         f"{_percent(both['std'])} |")
     return "\n".join(lines) + "\n"
+
+
+def _percent(rate: float | None) -> str:
+    return "-" if rate is None else f"{100 * rate:.1f}"

@@ -6,6 +6,9 @@ scored against the run folder, run the pending episodes (evaluate_loop), derive 
 - Envs: one vector env for all tasks; where a reset cannot change an env's task (mjwarp: a simulator per task),
   the envs are shared out between the tasks by their episodes (each task at least one env while there are as
   many envs as tasks, else the rest in a next vector env), and each env runs the episodes of its own task.
+- Stored episodes (--episodes_from): each task's stored episodes, their starts and the dataset's identity are in
+  the log's first record (evaluate_plan.stored_starts), so a resume scores the same episodes and results rebuild
+  from the log alone. Repeats: every episode once per repeat, each repeat with its own seeds.
 - The run folder (evaluate_folder): its log's first record is what is scored; a folder started with anything
   else is refused before anything runs; results.json and results.md are derived from the log.
 - Under torchrun (cli/ranks): the pending episodes dealt round robin between the ranks, each with its own vector
@@ -22,7 +25,7 @@ from ..backends import backend_class
 from .evaluate_config import EvaluateConfig, checked
 from .evaluate_folder import OtherRanks, RunLog, package_version, read_log, results_of, write_results
 from .evaluate_loop import Evaluation
-from .evaluate_plan import EpisodeQueue, plan, variation_counts
+from .evaluate_plan import EpisodeQueue, dataset_record, plan, stored_starts, variation_counts
 from .policies import PolicySource
 from .ranks import job_ranks
 
@@ -33,14 +36,16 @@ def evaluate(config: EvaluateConfig, command: str | None = None) -> dict[str, An
     (default: the equivalent command line). A folder started to score anything else raises ConfigError naming
     what differs, before anything runs."""
     config, env_config = checked(config)
-    source = PolicySource(config.policy)
+    source = PolicySource(config.policy, config.policy_args)
     out = Path(config.out)
     before = read_log(out, ()).header  # a resumed folder's counts spare rlbench a started env
     counts = variation_counts(env_config, before["variation_counts"] if before else None)
-    planned = [p for task in config.tasks for p in plan(config, task, counts[task])]
+    starts = stored_starts(config)
+    planned = [p for task in config.tasks for p in plan(config, task, counts[task], (starts or {}).get(task))]
     header = {"record": "evaluation", "scored": config.scored_arguments(), "version": package_version(),
-              "policy_identity": source.identity, "variation_counts": counts}
-    keys = [(p.task, p.episode, p.variation, p.seed) for p in planned]
+              "policy_identity": source.identity, "variation_counts": counts,
+              "dataset": dataset_record(config, starts) or {}, "stored_episodes": starts or {}}
+    keys = [p.key for p in planned]
     with job_ranks() as ranks:
         log = RunLog(out, header, keys, ranks.rank, ranks.world) if ranks.first else None  # writes the first record
         ranks.barrier()
@@ -52,10 +57,10 @@ def evaluate(config: EvaluateConfig, command: str | None = None) -> dict[str, An
             log.add_run(command or config.command(), config.num_envs)
             run = Evaluation(config if ranks.first else replace(config, progress=False), env_config, source, log,
                              len(planned), world)
-            done = {(e["task"], e["episode"]) for e in log.log.episodes}
+            done = {(e["task"], e["episode"], e.get("repeat", 0)) for e in log.log.episodes}
             if done:
                 run.progress.say(f"resuming {out}: {len(done)} of {len(planned)} episodes are already there")
-            pending = EpisodeQueue(ranks.mine([p for p in planned if (p.task, p.episode) not in done]),
+            pending = EpisodeQueue(ranks.mine([p for p in planned if p.key[:3] not in done]),
                                    pinned=backend_class(config.backend).task_change_reason is not None)
             try:
                 while pending:

@@ -2,12 +2,15 @@
 with its identity (what a resumed run folder must match), and the check of what a policy returns.
 
 An agent is a factory `NAME` in `FILE.py` or `package.module`, called with the vector env (its spaces and
-`env_config`) when it takes an argument, else with none. It returns a callable `act(obs, info) -> actions`:
-obs holds the rows of the envs to act (batched as the vector env's observations, copies that stay valid),
-info["env_id"] which envs they are, info["task"], info["descriptions"], info["variation"], info["episode"] and
-info["step"] one entry per row; actions is (rows, action size), a numpy array or a torch tensor. An optional
-`reset(env_ids)` on what it returns is called as those envs start new episodes. The factory's optional
-`identity` attribute (a JSON value, or a callable returning one: a checkpoint's sha256) joins the identity.
+`env_config`) when it takes a positional argument, else with none, and with --policy_args as keyword arguments.
+It returns either a callable `act(obs, info) -> actions`: obs holds the rows of the envs to act (batched as the
+vector env's observations, camera matrices included, copies that stay valid), info["env_id"] which envs they
+are, info["task"], info["descriptions"] (all of the episode's), info["lang_goal"] (the first),
+info["variation_index"], info["episode"], info["repeat"] and info["step"] one entry per row; actions is (rows,
+action size), a numpy array or a torch tensor. An optional `reset(env_ids)` on what it returns is called as
+those envs start new episodes. Or a YARR Agent (`act(step, observation, deterministic)` and `reset()`), driven
+one env at a time as YARR drives it (cli/yarr.py). The factory's optional `identity` attribute (a JSON value,
+or a callable returning one: a checkpoint's sha256) joins the identity.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ import importlib.util
 import inspect
 import sys
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError, PolicyError, PolicyOutputError
+from .yarr import YarrAgent, is_yarr_agent
 
 BUILT_IN = ("oracle", "random")
 
@@ -67,13 +71,14 @@ def oracle(env: Any) -> Policy:
 
 def random_actions(env: Any, seed: int) -> Policy:
     """Samples of the env's action space, each a valid action (its bounds; unit quaternions). Row r's sample comes
-    from (seed, its task, episode, step) alone: the same actions whatever the envs and the order they act in."""
+    from (seed, its task, episode, step, repeat) alone: the same actions whatever the envs and the order they act
+    in."""
     space = env.single_action_space
 
     def act(obs: Any, info: dict[str, Any]) -> np.ndarray:
         rows = []
-        for task, episode, step in zip(info["task"], info["episode"], info["step"]):
-            entropy = [seed, zlib.crc32(task.encode()), episode, step]
+        for task, episode, step, repeat in zip(info["task"], info["episode"], info["step"], info["repeat"]):
+            entropy = [seed, zlib.crc32(task.encode()), episode, step] + ([repeat] if repeat else [])
             space.seed(int(np.random.SeedSequence(entropy).generate_state(1)[0]))
             rows.append(space.sample())
         return np.stack(rows)
@@ -84,8 +89,10 @@ def random_actions(env: Any, seed: int) -> Policy:
 class PolicySource:
     """The policy `spec` names, loaded once: its identity (recorded as a run folder's first record) and `make`."""
 
-    def __init__(self, spec: str):
-        self.spec = spec
+    def __init__(self, spec: str, arguments: Mapping[str, Any] | None = None):
+        self.spec, self.arguments = spec, dict(arguments or {})
+        if self.arguments and spec in BUILT_IN:
+            raise ConfigError(f"--policy {spec} takes no --policy_args; they are the keyword arguments of a factory.")
         self.factory: Callable[..., Any] | None = None
         self.identity: dict[str, Any] = {}  # a built-in policy: the package version identifies it
         if spec not in BUILT_IN:
@@ -97,22 +104,28 @@ class PolicySource:
                 with raised_by_policy("factory's identity"):
                     self.identity["factory"] = extra() if callable(extra) else extra
 
-    def make(self, env: Any, seed: int) -> Policy:
-        """The policy for this vector env."""
+    def make(self, env: Any, seed: int, max_steps: int) -> Policy:
+        """The policy for this vector env (max_steps: the episodes' length, for a YARR agent's time)."""
         if self.spec == "oracle":
             return oracle(env)
         if self.spec == "random":
             return random_actions(env, seed)
         assert self.factory is not None
         try:
-            takes_env = bool(inspect.signature(self.factory).parameters)
+            takes_env = any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+                            and p.name not in self.arguments  # a positional parameter --policy_args leaves
+                            for p in inspect.signature(self.factory).parameters.values())
         except (TypeError, ValueError):  # a builtin or C callable: give it the env
             takes_env = True
         with raised_by_policy("factory"):
-            agent = self.factory(env) if takes_env else self.factory()
+            agent = self.factory(env, **self.arguments) if takes_env else self.factory(**self.arguments)
+        if is_yarr_agent(agent):
+            yarr_agent = YarrAgent(agent, env.env_config, max_steps)
+            return Policy(yarr_agent.act, yarr_agent.reset)
         if not callable(agent):
-            raise PolicyOutputError(f"--policy {self.spec!r}: the factory returned a {type(agent).__name__}, not a "
-                                    "callable act(obs, info) -> actions.")
+            raise PolicyOutputError(f"--policy {self.spec!r}: the factory returned a {type(agent).__name__}, neither "
+                                    "a callable act(obs, info) -> actions nor a YARR Agent (act(step, observation, "
+                                    "deterministic) and reset()).")
         return Policy(agent, getattr(agent, "reset", None))
 
 

@@ -5,6 +5,8 @@
     {root}/{task}/variation{v}/episodes/episode{i}/
         {camera}_rgb/{t}.png     {camera}_depth/{t}.png     {camera}_mask/{t}.png
         low_dim_obs.pkl          variation_number.pkl       variation_descriptions.pkl
+    {root}/{task}/all_variations/episodes/episode{i}/   (the dataset generator's --all_variations: each episode
+        its own variation, named by its variation_number.pkl; PerAct's test set is laid out so)
 
 Folder and file names are those of upstream's rlbench/backend/const.py; the per-episode
 variation_number.pkl and variation_descriptions.pkl are what the PerAct fork's generator adds and its
@@ -30,11 +32,13 @@ import numpy as np
 from isal import isal_zlib
 
 from ..errors import DatasetError
+from . import upstream_pickle
 
 IMAGE_FORMAT = "%d.png"
 EPISODES_FOLDER = "episodes"
 EPISODE_FOLDER = "episode%d"
 VARIATIONS_FOLDER = "variation%d"
+VARIATIONS_ALL_FOLDER = "all_variations"  # upstream's const.py
 LOW_DIM_PICKLE = "low_dim_obs.pkl"
 VARIATION_DESCRIPTIONS = "variation_descriptions.pkl"
 VARIATION_NUMBER = "variation_number.pkl"  # the PerAct fork's const.py
@@ -65,25 +69,41 @@ def variation_dir(root: str | os.PathLike, task: str, variation: int) -> Path:
     return Path(root) / task / (VARIATIONS_FOLDER % variation)
 
 
-def episode_dir(root: str | os.PathLike, task: str, variation: int, episode: int) -> Path:
-    return variation_dir(root, task, variation) / EPISODES_FOLDER / (EPISODE_FOLDER % episode)
+def episode_dir(root: str | os.PathLike, task: str, variation: int, episode: int, all_variations: bool = False) -> Path:
+    """Episode `episode` of the variation's folder, or (all_variations) of the task's all_variations folder."""
+    parent = Path(root) / task / VARIATIONS_ALL_FOLDER if all_variations else variation_dir(root, task, variation)
+    return parent / EPISODES_FOLDER / (EPISODE_FOLDER % episode)
 
 
-def completed_episodes(root: str | os.PathLike, task: str, variation: int) -> list[int]:
-    """Episode numbers already written for this task and variation (renamed into place, so complete)."""
-    episodes = variation_dir(root, task, variation) / EPISODES_FOLDER
+def episode_numbers(episodes: Path) -> list[int]:
+    """The numbers of an episodes folder's episodes, in RLBench's natural order (episode2 before episode10)."""
     if not episodes.is_dir():
         return []
     return sorted(int(m.group(1)) for m in map(_EPISODE_NAME.match, os.listdir(episodes)) if m)
 
 
-def stored_episodes(root: str | os.PathLike, task: str) -> set[tuple[int, int]]:
-    """(variation, episode) of every episode already written for this task."""
+def completed_episodes(root: str | os.PathLike, task: str, variation: int) -> list[int]:
+    """Episode numbers already written for this task and variation (renamed into place, so complete)."""
+    return episode_numbers(variation_dir(root, task, variation) / EPISODES_FOLDER)
+
+
+def variation_folders(root: str | os.PathLike, task: str) -> list[int]:
+    """The variations that have a folder of their own, ascending."""
     task_dir = Path(root) / task
     if not task_dir.is_dir():
-        return set()
-    variations = [int(m.group(1)) for m in map(VARIATION_NAME.match, os.listdir(task_dir)) if m]
-    return {(v, e) for v in variations for e in completed_episodes(root, task, v)}
+        return []
+    return sorted(int(m.group(1)) for m in map(VARIATION_NAME.match, os.listdir(task_dir)) if m)
+
+
+def stored_episodes(root: str | os.PathLike, task: str) -> set[tuple[int, int]]:
+    """(variation, episode) of every episode already written for this task, in either layout (all_variations:
+    each episode's variation_number.pkl)."""
+    found = {(v, e) for v in variation_folders(root, task) for e in completed_episodes(root, task, v)}
+    episodes = Path(root) / task / VARIATIONS_ALL_FOLDER / EPISODES_FOLDER
+    for e in episode_numbers(episodes):
+        with open(episodes / (EPISODE_FOLDER % e) / VARIATION_NUMBER, "rb") as file:
+            found.add((int(upstream_pickle.load(file)), e))
+    return found
 
 
 # ---- encodings (rlbench/backend/utils.py) ----

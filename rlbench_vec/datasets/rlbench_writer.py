@@ -45,17 +45,20 @@ _VARIATION_COPY = "descriptions_for_variation.pkl"
 
 
 def write_episode(root: str | os.PathLike, task: str, episode: int, demo: Demo, *,
-                  depth_in_meters: bool = False) -> Path:
-    """Write `demo` as episode `episode` of its variation (demo.variation_index) of `task`; return its folder.
+                  depth_in_meters: bool = False, all_variations: bool = False) -> Path:
+    """Write `demo` as episode `episode` of its variation (demo.variation_index) of `task`, or (all_variations)
+    of the task's all_variations folder as RLBench's dataset generator with --all_variations; return its folder.
 
     The demo must hold rgb and depth of all five cameras and their misc keys ({camera}_camera_near, _far,
     _extrinsics, _intrinsics): RLBench's loader opens all ten image folders and rebuilds depth and point
     clouds from misc. Masks are written where the demo has them. `depth_in_meters` says how the demo's
     depth is expressed (EnvConfig.depth_in_meters); it is stored normalised either way, as upstream.
+    The demo's reset_seed is stored as upstream's random_seed: the state numpy's legacy generator has when
+    seeded with it (RLBench's reset_to_demo restores such a state; stored_episodes reads the seed back).
     Raises DatasetError for a demo that cannot be stored so, or an episode that already exists.
     """
     steps = _check_demo(demo)
-    target = episode_dir(root, task, demo.variation_index, episode)
+    target = episode_dir(root, task, demo.variation_index, episode, all_variations)
     if target.exists():
         raise DatasetError(f"{target} already exists; episodes are never overwritten (remove it to write it again).")
     staging = Path(root) / STAGING_FOLDER / f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex}"
@@ -66,10 +69,10 @@ def write_episode(root: str | os.PathLike, task: str, episode: int, demo: Demo, 
         descriptions = _plain_pickle(list(map(str, demo.descriptions)))
         (staging / VARIATION_DESCRIPTIONS).write_bytes(descriptions)
         (staging / VARIATION_NUMBER).write_bytes(_plain_pickle(int(demo.variation_index)))
-        # The variation's copy of the descriptions goes in first (atomically), so a finished episode implies it.
-        (staging / _VARIATION_COPY).write_bytes(descriptions)
         target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staging / _VARIATION_COPY, target.parent.parent / VARIATION_DESCRIPTIONS)
+        if not all_variations:  # the variation's copy of the descriptions first (atomically): an episode implies it
+            (staging / _VARIATION_COPY).write_bytes(descriptions)
+            os.replace(staging / _VARIATION_COPY, target.parent.parent / VARIATION_DESCRIPTIONS)
         os.rename(staging, target)
     except OSError as error:
         raise DatasetError(f"could not write {target}: {error}") from error
@@ -160,4 +163,5 @@ def _upstream_demo(demo: Demo, steps: int) -> UpstreamDemo:
         if t < steps - 1:
             misc[ACTION_MISC_KEY] = np.array(demo.actions[t], np.float32)
         upstream.append(UpstreamObservation(**attributes, misc=misc))
-    return UpstreamDemo(upstream)
+    seed = None if demo.reset_seed is None else np.random.RandomState(demo.reset_seed).get_state()
+    return UpstreamDemo(upstream, random_seed=seed)

@@ -32,7 +32,7 @@ from ..backends.base import Demo, WrittenDemo
 from ..config import EnvConfig
 from ..errors import DatasetError
 from ..wire.process import SPAWN, death_reason, die_with_parent
-from ..wire.shm import SHM_DIR, Field, SharedBuffers, plan_fields
+from ..wire.shm import SHM_DIR, Field, SharedBuffers, more_room, plan_fields
 from .lerobot_format import LeRobotOptions
 from .rlbench_format import stored_episodes
 from .rlbench_writer import write_episode
@@ -45,11 +45,13 @@ CLOSE_TIMEOUT_S = 60.0  # for the writers to finish what is queued (LeRobot fina
 
 @dataclass(frozen=True, order=True)
 class Episode:
-    """Where a demo goes: episode `episode` of variation `variation` of `task` (RLBench's numbering)."""
+    """Where a demo goes: episode `episode` of variation `variation` of `task` (RLBench's numbering), in the
+    variation's folder or (all_variations, the dataset generator's flag) in the task's all_variations folder."""
 
     task: str
     variation: int
     episode: int
+    all_variations: bool = False
 
 
 @dataclass(frozen=True)
@@ -239,7 +241,7 @@ class WriterPool:
         if capacity > free:
             raise DatasetError(f"handing a demo to the writers needs {capacity / 2**20:.0f} MiB of {SHM_DIR}, which "
                                f"has {free / 2**20:.0f} MiB free: use a smaller queue_size, smaller images or fewer "
-                               "cameras, or give it more room (Docker: --shm-size).")
+                               f"cameras, or {more_room(capacity)}.")
         slot = self._slots[index] = SharedBuffers.create({"bytes": ((capacity,), np.dtype(np.uint8))})
         return slot
 
@@ -283,7 +285,7 @@ def store_rlbench(out: str, episode: Episode, demo: Demo) -> None:
     """Write `demo` as `episode` in RLBench's layout under `out`: in a writer process, or in the worker that
     recorded it (Backend.write_demo, given this function with out and episode bound)."""
     _check_variation(episode, demo)
-    write_episode(out, episode.task, episode.episode, demo)
+    write_episode(out, episode.task, episode.episode, demo, all_variations=episode.all_variations)
 
 
 class _Store:

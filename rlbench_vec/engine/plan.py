@@ -118,5 +118,5 @@ def check_resources(plan: BlockPlan, workers: int) -> None:
     free = stat.f_bavail * stat.f_frsize
     if size > free:
         raise ConfigError(f"the shared-memory block needs {size / 2**30:.2f} GiB and {shm.SHM_DIR} has "
-                          f"{free / 2**30:.2f} GiB free. Use fewer envs, fewer cameras or smaller images, or give "
-                          f"{shm.SHM_DIR} more room (Docker: --shm-size={math.ceil(size * 1.2 / 2**30)}g).")
+                          f"{free / 2**30:.2f} GiB free. Use fewer envs, fewer cameras or smaller images, or "
+                          f"{shm.more_room(size)}.")

@@ -23,6 +23,7 @@ otherwise faulted in every 4 KiB page of it (benchmarks/first_write.py measures 
 from __future__ import annotations
 
 import fcntl
+import math
 import mmap
 import os
 import secrets
@@ -61,6 +62,12 @@ def plan_fields(arrays: dict[str, tuple[tuple[int, ...], np.dtype]]) -> tuple[li
         fields.append(field)
         offset += -(-max(field.nbytes, 1) // ALIGN) * ALIGN
     return fields, max(offset, ALIGN)
+
+
+def more_room(size: int) -> str:
+    """How to give /dev/shm room for `size` bytes, with headroom: in a container (64 MB by default) the flag
+    that sizes it, or the host's."""
+    return f"give {SHM_DIR} more room (Docker: --shm-size={math.ceil(size * 1.2 / 2**30)}g, or --ipc=host)"
 
 
 def _views(buffer, fields: list[Field]) -> dict[str, np.ndarray]:
@@ -152,9 +159,8 @@ class SharedBuffers:
         except OSError as error:
             block.close()
             block.unlink()
-            raise ConfigError(f"{SHM_DIR} has no room for the {size / 2**30:.2f} GiB shared-memory block "
-                              f"({error.strerror}): use fewer envs or smaller observations, or give {SHM_DIR} "
-                              "more room (Docker: --shm-size).") from None
+            problem = f"{SHM_DIR} has no room for the {size / 2**30:.2f} GiB shared-memory block ({error.strerror})"
+            raise ConfigError(f"{problem}: use fewer envs or smaller observations, or {more_room(size)}.") from None
         finally:
             os.close(fd)
         return cls(name, fields, block.buf, block)

@@ -1,6 +1,9 @@
 """place_cups on both embedded backends, and its descriptions as upstream's."""
 
-from task_checks import check_descriptions, check_mjwarp, check_mujoco
+import math
+
+from placement_checks import YawRange, check_own_yaws, check_placement
+from task_checks import check_descriptions, check_mjwarp, check_mujoco, config
 
 TASK = "place_cups"
 # RLBench (stepjam/RLBench; PerAct's fork has the same file), rlbench/tasks/place_cups.py:
@@ -31,3 +34,13 @@ def test_place_cups_on_mujoco():
 
 def test_place_cups_on_mjwarp():
     check_mjwarp(TASK)
+
+
+# Upstream's place_cups.py: base_rotation_bounds [0.0, 0.0, -np.pi / 2], [0.0, 0.0, np.pi / 2]; each cup
+# SpawnBoundary.sample(c, min_distance=0.10), turned by its default +-3.14 from its pose on the base.
+def test_place_cups_placement_is_upstreams_each_mug_its_own_yaw():
+    mugs = ("mug0", "mug1", "mug2")
+    worlds = check_placement(TASK, (YawRange("mug_tree", -math.pi / 2, math.pi / 2),
+                                    *(YawRange(mug, -3.14, 3.14, relative_to="mug_tree") for mug in mugs)),
+                             config(TASK))
+    check_own_yaws(worlds, mugs)

@@ -1,7 +1,11 @@
 """place_shape_in_shape_sorter on both embedded backends, its descriptions as upstream's, and a state that does not tell
 the chosen shape."""
 
-from task_checks import check_descriptions, check_mjwarp, check_mujoco
+from itertools import combinations
+
+import numpy as np
+from placement_checks import YawRange, check_placement
+from task_checks import check_descriptions, check_mjwarp, check_mujoco, config
 from upstream_checks import check_state_hides_target
 
 from rlbench_vec.backends.mujoco.tasks.place_shape_in_shape_sorter import SHAPES
@@ -39,3 +43,12 @@ def test_place_shape_in_shape_sorter_on_mjwarp():
 
 def test_place_shape_in_shape_sorter_state_does_not_tell_the_chosen_shape():
     check_state_hides_target(TASK, [(0, v) for v in range(5)], lambda sim, v: sim.world.position(SHAPES[v]))
+
+
+# Upstream's place_shape_in_shape_sorter.py: no base_rotation_bounds (Task's default +-3.14); the shapes sampled
+# with SpawnBoundary.sample(s, min_distance=0.05) (its default rotation +-3.14).
+def test_place_shape_in_shape_sorter_placement_is_upstreams():
+    worlds = check_placement(TASK, (YawRange("shape_sorter", -3.14, 3.14), YawRange("star", -3.14, 3.14)), config(TASK))
+    gaps = [min(np.linalg.norm(world.position(a)[:2] - world.position(b)[:2]) for a, b in combinations(SHAPES, 2))
+            for world in worlds]
+    assert min(gaps) >= 0.05 and min(gaps) < 0.07, f"closest shapes {min(gaps):.3f} m apart"

@@ -1,6 +1,9 @@
 """place_wine_at_rack_location on both embedded backends, and its descriptions as upstream's."""
 
-from task_checks import check_descriptions, check_mjwarp, check_mujoco
+import math
+
+from placement_checks import YawRange, check_placement
+from task_checks import check_descriptions, check_mjwarp, check_mujoco, config
 
 TASK = "place_wine_at_rack_location"
 # PerAct's RLBench fork (MohitShridhar/RLBench, branch peract), rlbench/tasks/place_wine_at_rack_location.py:
@@ -33,3 +36,8 @@ def test_place_wine_at_rack_location_on_mujoco():
 
 def test_place_wine_at_rack_location_on_mjwarp():
     check_mjwarp(TASK)
+
+
+# Upstream's place_wine_at_rack_location.py: base_rotation_bounds [0, 0, -np.pi / 4.], [0, 0, np.pi / 4.].
+def test_place_wine_at_rack_location_placement_is_upstreams():
+    check_placement(TASK, (YawRange("rack", -math.pi / 4, math.pi / 4),), config(TASK))

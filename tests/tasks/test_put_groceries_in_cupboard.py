@@ -1,8 +1,12 @@
 """put_groceries_in_cupboard on both embedded backends, and its descriptions as upstream's."""
 
-from task_checks import check_descriptions, check_mjwarp, check_mujoco
+from placement_checks import YawRange, check_own_yaws, check_placement
+from task_checks import check_descriptions, check_mjwarp, check_mujoco, config
+
+from rlbench_vec.backends.mujoco.tasks.put_groceries_in_cupboard import GROCERIES
 
 TASK = "put_groceries_in_cupboard"
+BODIES = tuple(grocery.body for grocery in GROCERIES)
 # RLBench (stepjam/RLBench; PerAct's fork has the same file), rlbench/tasks/put_groceries_in_cupboard.py:
 # what init_episode returns, per variation.
 UPSTREAM_DESCRIPTIONS = {
@@ -37,3 +41,12 @@ def test_put_groceries_in_cupboard_on_mujoco():
 
 def test_put_groceries_in_cupboard_on_mjwarp():
     check_mjwarp(TASK)
+
+
+# Upstream's put_groceries_in_cupboard.py: base_rotation_bounds (0.0, 0.0, -1.), (0.0, 0.0, 1.); each grocery
+# SpawnBoundary.sample(g, min_distance=0.1), turned by its default +-3.14 from its pose on the base.
+def test_put_groceries_in_cupboard_placement_is_upstreams_each_grocery_its_own_yaw():
+    worlds = check_placement(TASK, (YawRange("cupboard", -1.0, 1.0),
+                                    *(YawRange(body, -3.14, 3.14, relative_to="cupboard") for body in BODIES)),
+                             config(TASK))
+    check_own_yaws(worlds, BODIES)

@@ -1,6 +1,9 @@
 """put_money_in_safe on both embedded backends, and its descriptions as upstream's."""
 
-from task_checks import check_descriptions, check_mjwarp, check_mujoco
+import math
+
+from placement_checks import YawRange, check_placement
+from task_checks import check_descriptions, check_mjwarp, check_mujoco, config
 
 TASK = "put_money_in_safe"
 # PerAct's RLBench fork (MohitShridhar/RLBench, branch peract), rlbench/tasks/put_money_in_safe.py:
@@ -29,3 +32,11 @@ def test_put_money_in_safe_on_mujoco():
 
 def test_put_money_in_safe_on_mjwarp():
     check_mjwarp(TASK)
+
+
+# Upstream's put_money_in_safe.py: base_rotation_bounds [0.0, 0.0, 0.0], [0.0, 0.0, +0.5 * np.pi], and the money
+# sampled with min_rotation (0, 0, 0), max_rotation (0, 0, +0.5 * np.pi). The safe is kept to 0..0.3 rad here
+# (docs/tasks.md: the oracle's rate at upstream's range); the money's yaw from the safe's is upstream's.
+def test_put_money_in_safe_placement_is_upstreams_one_sided_range():
+    check_placement(TASK, (YawRange("safe", 0.0, 0.3), YawRange("money", 0.0, math.pi / 2, relative_to="safe")),
+                    config(TASK))

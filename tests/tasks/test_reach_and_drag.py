@@ -1,6 +1,7 @@
 """reach_and_drag on both embedded backends, and its descriptions as upstream's."""
 
-from task_checks import check_descriptions, check_mjwarp, check_mujoco
+from placement_checks import YawRange, check_placement
+from task_checks import check_descriptions, check_mjwarp, check_mujoco, config
 
 TASK = "reach_and_drag"
 # PerAct's RLBench fork (MohitShridhar/RLBench, branch peract), rlbench/tasks/reach_and_drag.py:
@@ -31,3 +32,10 @@ def test_reach_and_drag_on_mujoco():
 
 def test_reach_and_drag_on_mjwarp():
     check_mjwarp(TASK)
+
+
+# Upstream's reach_and_drag.py samples nothing and has no base_rotation_bounds: its layout is fixed on the base,
+# which turns +-3.14 (Task's default). The stick turns with the base (the target square's yaw here).
+def test_reach_and_drag_placement_is_upstreams():
+    check_placement(TASK, (YawRange("target0", -3.14, 3.14), YawRange("stick", 0.0, 0.0, relative_to="target0")),
+                    config(TASK))

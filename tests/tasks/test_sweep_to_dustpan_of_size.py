@@ -1,6 +1,7 @@
 """sweep_to_dustpan_of_size on both embedded backends, and its descriptions as upstream's."""
 
-from task_checks import check_descriptions, check_mjwarp, check_mujoco
+from placement_checks import YawRange, check_placement
+from task_checks import check_descriptions, check_mjwarp, check_mujoco, config
 
 TASK = "sweep_to_dustpan_of_size"
 # PerAct's RLBench fork (MohitShridhar/RLBench, branch peract), rlbench/tasks/sweep_to_dustpan_of_size.py:
@@ -31,3 +32,9 @@ def test_sweep_to_dustpan_of_size_on_mujoco():
 
 def test_sweep_to_dustpan_of_size_on_mjwarp():
     check_mjwarp(TASK)
+
+
+# Upstream's: the fork's sweep_to_dustpan_of_size.py has no base_rotation_bounds (Task's default +-3.14); the broom
+# lies across the base, so its yaw takes every value.
+def test_sweep_to_dustpan_of_size_placement_is_upstreams():
+    check_placement(TASK, (YawRange("broom", -3.14, 3.14),), config(TASK))

@@ -13,12 +13,19 @@ from collections.abc import Sequence
 from ...config import EnvConfig, flag, integer
 from ...errors import ConfigError
 from ..base import Backend, EnvGroup
-from ..mujoco.backend import check_oracle_option, check_shaped_rewards, check_variation_option, task_class
+from ..mujoco.backend import (
+    check_dense_rewards,
+    check_oracle_option,
+    check_shaped_rewards,
+    check_variation_option,
+    task_class,
+)
 from ..mujoco.tasks import TASKS
 from . import check_config, device_of, require
 
 # backend_options this backend reads
-OPTIONS = ("device", "nconmax", "njmax", "variation", "deterministic", "shaped_rewards", "profile", "oracle")
+OPTIONS = ("device", "nconmax", "njmax", "variation", "deterministic", "shaped_rewards", "dense_rewards", "profile",
+           "oracle", "draw_ahead")
 
 
 class MjwarpBackend(Backend):
@@ -29,10 +36,13 @@ class MjwarpBackend(Backend):
     per reset; unset: 0, as the mujoco backend),
     deterministic (MuJoCo Warp's deterministic execution: on a GPU too, each world's trajectory is
     bit-for-bit a function of its own seed and actions; False), shaped_rewards (the task's reward() as
-    RLBench's shaped rewards, computed on the device; only for tasks that define one; False), profile (time
+    RLBench's shaped rewards, computed on the device; only for tasks that define one; False), dense_rewards (this
+    package's staged dense reward, computed on the device: see docs/tasks.md; False), profile (time
     each phase of the work: physics, each camera's conversions, the page writes, resets...; read with
     call("phase_profile"); False: nothing timed), oracle (each step acts the episode's waypoint oracle, the
-    mujoco backend's, planned on the host: see oracles.py; False).
+    mujoco backend's, planned on the host: see oracles.py; False), draw_ahead (host processes drawing each world's
+    next episode while it runs, so an autoreset costs the upload only: an int, or "auto" for this machine's cores
+    but one; 0: draws in place, between steps; see draw_ahead.py).
     """
 
     steps_in_parallel = True  # every world of a task steps in one launch: a step's deadline is one env's per task
@@ -58,9 +68,11 @@ class MjwarpBackend(Backend):
         for name in ("nconmax", "njmax"):
             if name in config.backend_options:
                 integer(f"mjwarp backend_options[{name!r}]", config.backend_options[name], 1)
+        check_draw_ahead(config)
         if "variation" in config.backend_options:
             check_variation_option(task_class(config), config.backend_options["variation"], cls.name)
         check_shaped_rewards(task_class(config), config.backend_options, cls.name)
+        check_dense_rewards(task_class(config), config.backend_options, cls.name)
         device = device_of(config)
         if device.startswith("cuda"):
             import torch
@@ -100,9 +112,23 @@ class MjwarpBackend(Backend):
 
     @classmethod
     def make_group(cls, config: EnvConfig, instances: Sequence[int]) -> EnvGroup:
+        from .first_start import announced
         from .group import MjwarpGroup  # imports torch, warp, mujoco_warp and mujoco
 
-        return MjwarpGroup(config, instances)
+        with announced(config, device_of(config), len(instances)):  # a first start compiles kernels: said on stderr
+            return MjwarpGroup(config, instances)
+
+
+def check_draw_ahead(config: EnvConfig) -> None:
+    """backend_options["draw_ahead"]: a count of processes or "auto", and not with the oracle (which plans on the
+    host copy that holds a world's start right after the draw in place)."""
+    value = config.backend_options.get("draw_ahead", 0)
+    if value != "auto":
+        integer("mjwarp backend_options['draw_ahead'] (or 'auto')", value, 0)
+    if value and config.backend_options.get("oracle"):
+        raise ConfigError("backend_options['draw_ahead'] draws episodes in other processes, and the oracle plans "
+                          "each episode on the worker's own host copy right after its draw: leave draw_ahead unset "
+                          "with oracle=True.")
 
 
 BACKEND = MjwarpBackend

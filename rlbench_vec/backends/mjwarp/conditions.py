@@ -207,16 +207,19 @@ def _clear_progress(mask: wp.array(dtype=bool), progress: wp.array2d(dtype=int))
 class BatchedConditions:
     """The success of every world: `conditions[v]` is variation v's condition, `indicators[v]` its
     indicators (none when not given); `model` the host MjModel the names are looked up in (the device
-    model is put from it)."""
+    model is put from it). `extra`: further conditions that keep no progress (a dense reward's), evaluated
+    with the others: `node(condition)` is the column of `values` holding each world's answer."""
 
     def __init__(self, model: Any, conditions: Sequence[Condition], num_worlds: int, device: Any,
-                 indicators: Sequence[Sequence[Indicator]] = ()):
+                 indicators: Sequence[Sequence[Indicator]] = (), extra: Sequence[Condition] = ()):
         self.model, self.device = model, device
         self.rows: list[list[int]] = []
         self.sizes: list[tuple[float, float, float]] = []
         self.children: list[int] = []
         self.index: dict[Condition, int] = {}
         roots = [self._add(check_condition(condition)) for condition in conditions]
+        for condition in extra:
+            self._add(check_stateless(condition))
         entries = [[(self._add(check_stateless(indicator.condition)), model.geom(geom).id, indicator.rgb)
                     for indicator in variation_indicators for geom in indicator.geoms]
                    for variation_indicators in indicators] or [[]]
@@ -281,6 +284,10 @@ class BatchedConditions:
         self.sizes.append(size)
         self.index[condition] = len(self.rows) - 1
         return len(self.rows) - 1
+
+    def node(self, condition: Condition) -> int:
+        """The node (column of `values`) of a condition given to the constructor."""
+        return self.index[condition]
 
     def evaluate(self, d: Any, start_qpos: wp.array, variation: wp.array, out: wp.array,
                  geom_rgba: wp.array | None = None) -> None:

@@ -3,7 +3,8 @@
 A new episode is drawn exactly as the mujoco backend draws it: the same `Simulation.reset` (home
 posture, then the task's own randomisation) on a host copy of the model, from a per-world generator
 seeded like env `i` of the mujoco backend. So a world reset with seed s starts the same episode as
-backend="mujoco" reset with seed s. The start (joint positions, controls, mocap poses, object
+backend="mujoco" reset with seed s. With draw_ahead, host processes draw each world's next episode
+while it runs (draw_ahead.py): the same episodes. The start (joint positions, controls, mocap poses, object
 colours, variation) is kept per world on the device: a reset or a fault restores it there (the colours
 too, which a task's indicators change during an episode).
 """
@@ -21,6 +22,7 @@ from ...errors import ConfigError
 from ..mujoco.backend import choose_variation, task_class
 from ..mujoco.simulation import Simulation
 from .control import PHASE_DONE, Arm, Controller, arm_joints
+from .draw_ahead import DrawAhead, spare_cores
 
 Options = Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None
 
@@ -76,6 +78,8 @@ class EpisodeStarts:
         self.on_device["geom_rgba"] = wp.zeros(geom_rgba.shape, dtype=wp.vec4, device=device)
         self.geom_rgba = geom_rgba  # the model's per-world colours, restored from the start's
         self.host_view = {name: array.numpy() for name, array in self.staging.items()}
+        ahead = config.backend_options.get("draw_ahead", 0)  # processes drawing the next episodes (draw_ahead.py)
+        self.ahead = DrawAhead(config, spare_cores() if ahead == "auto" else ahead) if ahead else None
 
     @property
     def variation(self) -> wp.array:
@@ -89,17 +93,28 @@ class EpisodeStarts:
             raise ConfigError(f"per-world options must list {self.num_worlds} entries, got {len(options)}.")
         host, view, infos = self.host, self.host_view, {}
         for world in worlds.tolist():
-            if seeds is not None and seeds[world] is not None:
+            seeded = seeds is not None and seeds[world] is not None
+            if seeded:
                 self.rngs[world] = np.random.default_rng(seeds[world])
             world_options = options if options is None or isinstance(options, Mapping) else options[world]
-            variation = choose_variation(self.task, self.config, world_options, self.rngs[world])
-            host.reset(variation, self.rngs[world])
-            view["qpos"][world] = host.data.qpos
-            view["ctrl"][world] = host.data.ctrl
-            view["mocap_pos"][world] = host.data.mocap_pos
-            view["mocap_quat"][world] = host.data.mocap_quat
-            view["geom_rgba"][world] = host.model.geom_rgba
+            drawn = None
+            if self.ahead is not None:
+                if seeded or world_options:
+                    self.ahead.drop(world)
+                else:
+                    drawn = self.ahead.take(world, self.rngs[world])
+            if drawn is None:
+                variation = choose_variation(self.task, self.config, world_options, self.rngs[world])
+                host.reset(variation, self.rngs[world])
+                start = {"qpos": host.data.qpos, "ctrl": host.data.ctrl, "mocap_pos": host.data.mocap_pos,
+                         "mocap_quat": host.data.mocap_quat, "geom_rgba": host.model.geom_rgba}
+            else:
+                variation, start = drawn
+            for name, array in start.items():
+                view[name][world] = array
             view["variation"][world] = variation
+            if self.ahead is not None:
+                self.ahead.submit(world, self.rngs[world])  # the world's next episode, drawn while it runs
             infos[world] = {"descriptions": host.task.descriptions(variation), "variation_index": variation,
                             "task": host.task.name, "task_low_dim_size": self.task.state_size()}
         return infos

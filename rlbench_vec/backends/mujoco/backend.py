@@ -7,6 +7,10 @@ backend_options:
   shaped_rewards    (bool) each step returns the task's reward() as RLBench's Environment(shaped_rewards=True):
                     only for tasks that define one (reach_target, take_lid_off_saucepan); success still ends
                     the episode.
+  dense_rewards     (bool) each step returns this package's staged dense reward (not RLBench's: see
+                    docs/tasks.md), in [0, 1), and 1 on success, which still ends the episode: only for
+                    tasks that declare dense_reward() (reach_target, pick_and_lift, push_button,
+                    slide_block_to_color_target, open_drawer).
   oracle (bool)     each step acts the task's waypoint oracle's next action for the episode (the action
                     given is checked, then ignored): the upper bound `rlbench_vec.evaluate --policy oracle`
                     scores. An oracle out of waypoints ends the episode (info["oracle_exhausted"]).
@@ -33,7 +37,7 @@ from .scene import offscreen_size
 from .tasks import TASKS, Task, find_task
 
 RENDERERS = ("egl", "osmesa", "glfw")
-OPTIONS = ("variation", "oracle", "shaped_rewards")
+OPTIONS = ("variation", "oracle", "shaped_rewards", "dense_rewards")
 MAX_OFFSCREEN = 16384  # GL_MAX_RENDERBUFFER_SIZE of Mesa's llvmpipe (GPUs allow at least as much)
 DEMO_ATTEMPTS = 10  # fresh episodes tried per demo before one is returned unsuccessful, like RLBench
 
@@ -126,6 +130,21 @@ def check_shaped_rewards(task: type[Task], options: Mapping[str, Any], backend: 
                           "(reward 1.0 on success).")
 
 
+def check_dense_rewards(task: type[Task], options: Mapping[str, Any], backend: str) -> None:
+    """backend_options["dense_rewards"]: a flag, only for a task that declares dense_reward() and not with
+    shaped_rewards, else a ConfigError saying which tasks have one."""
+    if not flag(f"{backend} backend_options['dense_rewards']", options.get("dense_rewards", False)):
+        return
+    if options.get("shaped_rewards"):
+        raise ConfigError("dense_rewards=True and shaped_rewards=True both set the reward: choose one (dense_rewards "
+                          "is this package's staged reward, shaped_rewards RLBench's reward()).")
+    if not task.has_dense_reward():
+        with_dense = ", ".join(name for name, declared in sorted(TASKS.items()) if declared.has_dense_reward())
+        raise ConfigError(f"dense_rewards=True, but task {task.name!r} declares no dense reward (this package's "
+                          f"staged rewards, docs/tasks.md). Tasks with one: {with_dense}; or leave dense_rewards "
+                          "unset (reward 1.0 on success).")
+
+
 def check_oracle_option(config: EnvConfig) -> None:
     """backend_options["oracle"] plans one action per waypoint, each run to its end: rlbench timing only."""
     if config.backend_options.get("oracle") and config.action_timing != "rlbench":
@@ -156,6 +175,7 @@ class MujocoBackend(Backend):
         if "variation" in config.backend_options:
             check_variation_option(task, config.backend_options["variation"], cls.name)
         check_shaped_rewards(task, config.backend_options, cls.name)
+        check_dense_rewards(task, config.backend_options, cls.name)
         check_oracle_option(config)
         renderer = resolve_renderer(config)
         if renderer not in RENDERERS:
@@ -276,7 +296,7 @@ class MujocoBackend(Backend):
                 break
         observations = {key: np.stack([frame[key] for frame in frames]) for key in spec}
         action_array = np.array(actions, np.float32).reshape(len(actions), -1)
-        return Demo(observations, action_array, success, info["variation_index"], info["descriptions"])
+        return Demo(observations, action_array, success, info["variation_index"], info["descriptions"], seed)
 
     def _observe(self, spec: Mapping[str, Any]) -> dict[str, np.ndarray]:
         frame = {key: np.empty(s.shape, s.dtype) for key, s in spec.items()}

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from ..base import straight_pieces
-from .actions import ActionExecutor
+from .actions import MAX_WAYPOINT_JUMP, ActionExecutor
 from .robot import CONTROL_DT, PATH_ACCELERATION, Panda, line_duration
 from .scene import FINGER_MAX
 from .tasks.base import Waypoint
@@ -24,14 +24,21 @@ MAX_ACTIONS_PER_WAYPOINT = 60
 
 
 def reachable(waypoints: Sequence[Waypoint], panda: Panda) -> bool:
-    """Whether IK finds the arm a configuration for every waypoint in turn, each from the previous one's,
-    starting from the arm's current configuration (RLBench's validate: the demo's waypoints reachable)."""
-    q = panda.qpos.copy()
+    """Whether IK finds the arm a configuration for every target the ik-mode oracle gives in turn (each
+    waypoint, after the pieces of its straight line from the previous one: what oracle_actions executes),
+    each from the previous one's, starting from the arm's current configuration (RLBench's validate: the
+    demo's waypoints reachable). Along a straight line (its pieces after the first, which also turns the hand
+    to the waypoint's orientation) no joint may jump more than MAX_WAYPOINT_JUMP from piece to piece: there IK
+    has flipped the arm, which would swing it wide instead of along the line."""
+    q, position = panda.qpos.copy(), panda.tcp_pose()[0]
     for waypoint in waypoints:
-        result = panda.kinematics.solve_near(q, waypoint.position, waypoint.quat)
-        if not result.converged:
-            return False
-        q = result.qpos
+        for index, (target, quat) in enumerate(_pose_targets(position, waypoint, split=True)):
+            result = panda.kinematics.solve_near(q, target, quat)
+            flipped = index > 0 and np.max(np.abs(result.qpos - q)) > MAX_WAYPOINT_JUMP
+            if not result.converged or flipped:
+                return False
+            q = result.qpos
+        position = waypoint.position
     return True
 
 
@@ -41,11 +48,10 @@ def _gripper_value(executor: ActionExecutor, is_open: bool) -> float:
     return FINGER_MAX if is_open else 0.0
 
 
-def _pose_targets(panda: Panda, waypoint: Waypoint, split: bool) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The waypoint's pose, preceded by intermediate poses on the straight line when `split`."""
+def _pose_targets(start: np.ndarray, waypoint: Waypoint, split: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The waypoint's pose, preceded by intermediate poses on the straight line from `start` when `split`."""
     if not (split and waypoint.straight):
         return [(waypoint.position, waypoint.quat)]
-    start, _, _ = panda.tcp_pose()
     return [(position, waypoint.quat) for position in straight_pieces(start, waypoint.position)]
 
 
@@ -67,7 +73,7 @@ def oracle_actions(waypoints: Sequence[Waypoint], panda: Panda, executor: Action
     for waypoint in waypoints:
         gripper = _gripper_value(executor, waypoint.gripper_open)
         moved = False
-        targets = _pose_targets(panda, waypoint, split=config.arm_mode != "planning")
+        targets = _pose_targets(panda.tcp_pose()[0], waypoint, split=config.arm_mode != "planning")
         for index, (position, quat) in enumerate(targets):
             if executor.pose_mode:
                 moved = True

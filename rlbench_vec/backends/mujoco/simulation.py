@@ -21,7 +21,7 @@ from .robot import Panda
 from .scene import CAMERA_FAR, CAMERA_NEAR, Scene, offscreen_size
 from .success import SuccessEvaluator
 from .tasks import find_task
-from .tasks.base import ShapedReward
+from .tasks.base import DenseReward, ShapedReward
 from .world import World
 
 COPPELIA_CAMERA_AXES = np.diag([-1.0, 1.0, -1.0])  # MuJoCo camera frame -> CoppeliaSim vision sensor frame
@@ -57,6 +57,7 @@ class Simulation:
         self.success = SuccessEvaluator(self.world)
         self.variation = 0
         self.shaped: ShapedReward | None = None  # backend_options["shaped_rewards"]: the variation's reward()
+        self.dense: DenseReward | None = None  # backend_options["dense_rewards"]: the variation's dense_reward()
         self.panda = Panda(self.model, self.data)
         self.executor = ActionExecutor(config, self.panda)
         self.renderer = renderer
@@ -99,6 +100,7 @@ class Simulation:
         (an episode never starts solved)."""
         self.variation = variation
         self.shaped = self.task.reward(variation) if self.config.backend_options.get("shaped_rewards") else None
+        self.dense = self.task.dense_reward(variation) if self.config.backend_options.get("dense_rewards") else None
         for _ in range(PLACEMENT_ATTEMPTS):
             self._place(variation, rng)
             if not reachable(self.task.oracle(self.world, variation), self.panda):
@@ -129,15 +131,18 @@ class Simulation:
 
     def act(self, action: np.ndarray) -> StepResult:
         """Execute one action: reward 1 and termination on success (shaped_rewards: the task's reward(),
-        termination still on success, as RLBench's TaskEnvironment.step); an invalid action ends the
-        episode with reward 0."""
+        termination still on success, as RLBench's TaskEnvironment.step; dense_rewards: the task's
+        dense_reward(), 1 on success); an invalid action ends the episode with reward 0."""
         try:
             self.executor.apply(action)
         except InvalidAction as error:
             return StepResult(0.0, True, {"error": f"InvalidActionError: {error}", "invalid_action": True})
         mujoco.mj_forward(self.model, self.data)  # positions, sites and contacts of the new state
         success = self.success.met()
-        reward = float(success) if self.shaped is None else self.world.shaped_reward(self.shaped)
+        if self.dense is not None:
+            reward = self.success.dense_reward(self.dense, success)
+        else:
+            reward = float(success) if self.shaped is None else self.world.shaped_reward(self.shaped)
         return StepResult(reward, success, self.motion_info())
 
     def motion_info(self) -> dict[str, bool]:

@@ -4,9 +4,11 @@ condition, JointCondition measures from the joint's position at the episode's st
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .tasks.base import Indicator
+from .tasks.base import CLOSENESS_SCALE, Closeness, DenseReward, Indicator, Met
 from .tasks.conditions import (
     Condition,
     ConditionSet,
@@ -52,6 +54,26 @@ class SuccessEvaluator:
                 for geom in indicator.geoms:
                     self.world.set_colour(geom, indicator.rgb)
         return self._met(self.condition, grasped)
+
+    def dense_reward(self, reward: DenseReward, success: bool) -> float:
+        """This package's dense reward on the current state: 1 on success, else the values of the stages that
+        count (their `once` condition met), summed, over len(stages) + 1 (tasks/base.py's DenseReward)."""
+        if success:
+            return 1.0
+        world, grasped, total = self.world, self.world.grasped_bodies(), 0.0
+        for stage in reward.stages:
+            if stage.once is not None and not self._met(check_stateless(stage.once), grasped):
+                continue
+            value = stage.value
+            if isinstance(value, Closeness):
+                distance = float(np.linalg.norm(world.state([value.a]) - world.state([value.b])))
+                total += 1.0 - math.tanh(CLOSENESS_SCALE * distance)
+            elif isinstance(value, Met):
+                total += float(self._met(check_stateless(value.condition), grasped))
+            else:
+                adr = world.qpos_adr(value.joint)
+                total += min(1.0, abs(float(world.data.qpos[adr] - self.start_qpos[adr])) / value.travel)
+        return total / (len(reward.stages) + 1)
 
     def _met(self, condition: Condition, grasped: set[int]) -> bool:
         world = self.world

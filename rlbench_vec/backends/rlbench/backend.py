@@ -163,9 +163,10 @@ class RLBenchBackend(Backend):
                 log.warning("reset of %r failed (%s); retrying (%d/%d)", self.task, error, attempt, attempts)
         self.descriptions[self.variation] = list(descriptions)
 
-    def _reset_to_stored_demo(self, episode: Any, variation: int | None) -> None:
+    def _reset_to_stored_demo(self, episode: Any, variation: int | None, all_variations: bool) -> None:
         """RLBench's reset_to_demo with stored episode `episode` (its place in the natural order of the
-        variation's episodes folder, as from_episode_number): numpy's generator restored to the state the
+        variation's episodes folder, or with all_variations of the task's all_variations folder, as
+        from_episode_number; YARR asks so with set_variation(-1)): numpy's generator restored to the state the
         demo started from, so the scene is placed exactly as it was."""
         if not self.options.get("dataset_root"):
             raise ConfigError("reset option 'demo' resets to a stored demo: pass backend_options['dataset_root'].")
@@ -174,14 +175,16 @@ class RLBenchBackend(Backend):
         if variation is None:
             raise ConfigError("reset option 'demo' needs the stored episode's variation: pass "
                               "{'demo': i, 'variation': v}, or backend_options['variation'].")
-        self.task_env.set_variation(self._check_variation(variation))
+        variation = self._check_variation(variation)
+        self.task_env.set_variation(-1 if all_variations else variation)
         demos = self.task_env.get_demos(1, live_demos=False, image_paths=True, random_selection=False,
                                         from_episode_number=int(episode))
         if not demos:
-            raise ConfigError(f"dataset_root {self.options['dataset_root']!r} holds no episode {episode} of variation "
-                              f"{variation} of task {self.task!r}.")
+            raise ConfigError(f"dataset_root {self.options['dataset_root']!r} holds no episode {episode} of "
+                              f"{'all_variations' if all_variations else f'variation {variation}'} of {self.task!r}.")
+        self.task_env.set_variation(variation)  # YARR's set_variation(demo.variation_number)
         descriptions, self.obs = self.task_env.reset_to_demo(demos[0])
-        self.variation = int(demos[0][0].misc["variation_index"])
+        self.variation = variation
         self.descriptions[self.variation] = list(descriptions)
 
     def reset(self, seed: int | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -192,7 +195,7 @@ class RLBenchBackend(Backend):
             _seed_globals(seed)
         variation = options.get("variation", self.options.get("variation"))
         if options.get("demo") is not None:
-            self._reset_to_stored_demo(options["demo"], variation)
+            self._reset_to_stored_demo(options["demo"], variation, bool(options.get("all_variations", False)))
         else:
             self._choose_variation(variation)
             self._reset_task()

@@ -8,7 +8,14 @@ import numpy as np
 from PIL import Image
 from pyrep.objects import VisionSensor
 
-from rlbench.backend.const import DEPTH_SCALE, EPISODES_FOLDER, IMAGE_FORMAT, LOW_DIM_PICKLE, VARIATIONS_FOLDER
+from rlbench.backend.const import (
+    DEPTH_SCALE,
+    EPISODES_FOLDER,
+    IMAGE_FORMAT,
+    LOW_DIM_PICKLE,
+    VARIATIONS_ALL_FOLDER,
+    VARIATIONS_FOLDER,
+)
 from rlbench.backend.observation import CAMERAS
 from rlbench.backend.utils import image_to_float_array, rgb_handles_to_mask
 
@@ -52,7 +59,10 @@ def get_stored_demos(amount: int, image_paths: bool, dataset_root: str, variatio
     task_root = join(dataset_root, task_name)
     if not exists(task_root):
         raise RuntimeError("Can't find the demos for %s at: %s" % (task_name, task_root))
-    examples_path = join(task_root, VARIATIONS_FOLDER % variation_number, EPISODES_FOLDER)
+    if variation_number == -1:  # all variations (YARR's set_variation(-1))
+        examples_path = join(task_root, VARIATIONS_ALL_FOLDER, EPISODES_FOLDER)
+    else:
+        examples_path = join(task_root, VARIATIONS_FOLDER % variation_number, EPISODES_FOLDER)
     examples = listdir(examples_path)
     if amount == -1:
         amount = len(examples)

@@ -31,6 +31,10 @@ COLORS = (
     ("black", (0.0, 0.0, 0.0)), ("white", (1.0, 1.0, 1.0)),
 )
 
+# Upstream's default yaw bound, radians: Task.base_rotation_bounds' (a task base turns ±3.14 unless its file
+# says otherwise) and SpawnBoundary.sample's (a loose object turned up to ±3.14 from its pose on the base).
+DEFAULT_YAW = 3.14
+
 STATE_SIZES = {"body_position": 3, "body_quat": 4, "site_position": 3, "geom_position": 3, "joint_position": 1}
 
 
@@ -82,6 +86,56 @@ class ShapedReward:
             if len(pair) != 2 or any(point.kind not in POINT_KINDS for point in pair):
                 raise ValueError(f"a shaped reward's distance is between two of {POINT_KINDS}, got {pair}")
         object.__setattr__(self, "distances", tuple(distances))
+
+
+CLOSENESS_SCALE = 5.0  # per metre: ManiSkill3's 1 - tanh(5 d)
+
+
+@dataclass(frozen=True)
+class Closeness:
+    """A dense reward stage's value: 1 - tanh(5 d), d the distance between two points (POINT_KINDS)."""
+
+    a: StateTerm
+    b: StateTerm
+
+    def __post_init__(self):
+        if self.a.kind not in POINT_KINDS or self.b.kind not in POINT_KINDS:
+            raise ValueError(f"Closeness is between two of {POINT_KINDS}, got {self.a} and {self.b}")
+
+
+@dataclass(frozen=True)
+class Met:
+    """A dense reward stage's value: 1 while `condition` (one that keeps no progress) holds, else 0."""
+
+    condition: Condition
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A dense reward stage's value: how far `joint` moved from its episode start, over `travel` (capped at 1)."""
+
+    joint: str
+    travel: float
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a dense reward: its value, counted only while `once` holds (None: always)."""
+
+    value: Closeness | Met | Progress
+    once: Condition | None = None
+
+
+@dataclass(frozen=True, init=False)
+class DenseReward:
+    """This package's staged dense reward (backend_options={"dense_rewards": True}; not RLBench's), as
+    ManiSkill3's normalised dense rewards: the stages' values summed and divided by len(stages) + 1, so each
+    step's reward lies in [0, 1) until success, which gives 1 (and still ends the episode)."""
+
+    stages: tuple[Stage, ...]
+
+    def __init__(self, *stages: Stage):
+        object.__setattr__(self, "stages", tuple(stages))
 
 
 @dataclass
@@ -154,6 +208,10 @@ class Task:
         """RLBench's reward() of the task, for shaped_rewards; None (the default) where upstream defines none."""
         return None
 
+    def dense_reward(self, variation: int) -> DenseReward | None:
+        """This package's staged dense reward (dense_rewards), declared per task; None (the default): none."""
+        return None
+
     def indicators(self, variation: int) -> tuple[Indicator, ...]:
         """Colour changes RLBench's task makes when a condition is met (push_buttons' plates turning
         green); none by default."""
@@ -170,6 +228,10 @@ class Task:
     @classmethod
     def has_reward(cls) -> bool:
         return cls().reward(0) is not None
+
+    @classmethod
+    def has_dense_reward(cls) -> bool:
+        return cls().dense_reward(0) is not None
 
 
 def pick_colours(rng: np.random.Generator, variation: int, distractors: int) -> list[tuple[float, float, float]]:

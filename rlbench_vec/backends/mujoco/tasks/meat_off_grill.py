@@ -1,12 +1,14 @@
-"""meat_off_grill (PerAct's RLBench: rlbench/tasks/meat_off_grill.py): take the chicken or the steak (the
-variation, 2) off the grill and set it down beside it.
+"""meat_off_grill (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`:
+rlbench/tasks/meat_off_grill.py): take the chicken or the steak (the variation, 2) off the grill and set it
+down beside it.
 
 Success (as RLBench): nothing grasped and the chosen piece detected by the region beside the grill.
+Placement: the file has no `base_rotation_bounds`, so its base turns Task's default ±3.14; here the assembly
+(grill, meat, region) turns ±3.14 about its middle. Layouts the oracle cannot execute are drawn again (the
+reset's check solves each straight move's pieces as the oracle gives them).
 Departures: the grill is a dark box, the chicken and steak flat boxes of their colours lying on it (each
 turned up to ±0.2 rad on it), the region at a fixed offset to the grill's side. State: chicken xyz +
-quaternion xyzw, steak xyz + quaternion xyzw, the region's xyz.
-Placement yaw: the assembly (grill, meat, region) turned ±π about its middle, as upstream's base; layouts
-the oracle cannot reach are drawn again."""
+quaternion xyzw, steak xyz + quaternion xyzw, the region's xyz."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import numpy as np
 
 from ..scene import SCENERY, TABLE_TOP_Z, VISUAL, Scene, axis_angle_quat, geom
 from .base import (
+    DEFAULT_YAW,
     Task,
     Waypoint,
     World,
@@ -59,7 +62,7 @@ class MeatOffGrill(Task):
                 f"remove the {meat} from the grill and set it down to the side"]
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
-        yaw = rng.uniform(-math.pi, math.pi)
+        yaw = rng.uniform(-DEFAULT_YAW, DEFAULT_YAW)
         middle = np.array([rng.uniform(0.1, 0.2), rng.uniform(-0.1, 0.1), TABLE_TOP_Z])
         grill = middle - base_offset(yaw, np.array(self.SIDE) / 2)  # the assembly turns about its middle
         world.set_pose("grill", grill, axis_angle_quat((0, 0, 1), yaw))

@@ -3,6 +3,7 @@ variation, 3) of a cabinet placed at random (±22.5° yaw, upstream's base bound
 
 Success (as RLBench): the chosen drawer's joint moved more than 0.15 m. State: the three handles' xyz,
 then the three drawers' openings (metres), bottom to top (the variation tells which is the chosen one).
+Dense reward (ours, docs/tasks.md): reach the chosen handle, grasp its drawer, pull it open.
 The handles sit at different heights and sideways offsets (bottom right, middle centre, top left as the
 robot sees them), so a hand on one handle clears the others.
 Placement yaw: cabinet yaw ±π/8 (as upstream's base_rotation_bounds);
@@ -17,8 +18,21 @@ import numpy as np
 
 from ..geometry import frame_quat, yaw_rotation
 from ..scene import ARTICULATED, SCENERY, TABLE_TOP_Z, Scene, axis_angle_quat, fmt, geom
-from .base import Task, Waypoint, World, body_yaw, geom_position, joint_position
-from .conditions import Condition, JointCondition
+from .base import (
+    TIP,
+    Closeness,
+    DenseReward,
+    Met,
+    Progress,
+    Stage,
+    Task,
+    Waypoint,
+    World,
+    body_yaw,
+    geom_position,
+    joint_position,
+)
+from .conditions import Condition, GraspedCondition, JointCondition
 from .objects import mocap_body
 
 OPTIONS = ("bottom", "middle", "top")
@@ -89,6 +103,12 @@ class OpenDrawer(Task):
 
     def low_dim_state(self, variation: int):
         return (*(geom_position(f"handle_{o}") for o in OPTIONS), *(joint_position(f"drawer_{o}") for o in OPTIONS))
+
+    def dense_reward(self, variation: int) -> DenseReward:
+        option = OPTIONS[variation]
+        return DenseReward(Stage(Closeness(TIP, geom_position(f"handle_{option}"))),
+                           Stage(Met(GraspedCondition(f"drawer_{option}"))),
+                           Stage(Progress(f"drawer_{option}", self.SUCCESS_OPENING)))
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         pull = yaw_rotation(body_yaw(world.quat("cabinet"))) @ np.array([-1.0, 0.0, 0.0])  # out of the front

@@ -3,7 +3,8 @@ and lift it into the target sphere; two distractor blocks. 20 variations (RLBenc
 
 Success (as RLBench): the block grasped and detected by the target's region (any part of it within 5 cm
 of the target's centre). State: the block's xyz, then the success detector's (the region's centre), as
-upstream's get_low_dim_state.
+upstream's get_low_dim_state. Dense reward (ours, docs/tasks.md): reach the block, grasp it, once grasped
+bring it to the target.
 Placement yaw: blocks ±π, the region a sphere (upstream: base ±π, blocks ±π on it, the detector without
 yaw of its own): as wide as upstream's; the spawn area (ours, the table's) does not turn. Layouts the oracle
 cannot reach are drawn again."""
@@ -17,6 +18,11 @@ import numpy as np
 from ..scene import SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, VISUAL, Scene, axis_angle_quat, geom
 from .base import (
     COLORS,
+    TIP,
+    Closeness,
+    DenseReward,
+    Met,
+    Stage,
     Task,
     Waypoint,
     World,
@@ -67,6 +73,11 @@ class PickAndLift(Task):
 
     def low_dim_state(self, variation: int):
         return (body_position("block"), site_position("success"))
+
+    def dense_reward(self, variation: int) -> DenseReward:
+        grasped = GraspedCondition("block")
+        return DenseReward(Stage(Closeness(TIP, body_position("block"))), Stage(Met(grasped)),
+                           Stage(Closeness(body_position("block"), site_position("success")), once=grasped))
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         block = world.position("block")

@@ -1,10 +1,12 @@
-"""place_cups (RLBench: rlbench/tasks/place_cups.py): put 1, 2 or 3 of the three mugs (the variation, 3:
-variation i places mugs 0..i) on the spokes of a mug tree.
+"""place_cups (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`: rlbench/tasks/place_cups.py):
+put 1, 2 or 3 of the three mugs (the variation, 3: variation i places mugs 0..i) on the spokes of a mug tree.
 
 Success (as RLBench): nothing grasped and each of the first i + 1 mugs detected at one of the three
-spokes (an OrConditions over the spokes' detectors per mug). Placement: the tree turns ±π/2 (upstream's
-base_rotation_bounds); the mugs stand 10 cm apart at least (upstream's min_distance), each turned as the
-tree (upstream samples them on its base without turning them), in the table's spawn area clear of the tree.
+spokes (an OrConditions over the spokes' detectors per mug).
+Placement: the tree turns ±π/2, upstream's `base_rotation_bounds` ([0.0, 0.0, -np.pi / 2],
+[0.0, 0.0, np.pi / 2]); each mug is turned on its own by ±3.14 from the tree's yaw, as upstream's
+`SpawnBoundary.sample(c, min_distance=0.10)` (whose default rotation is ±3.14) turns each, the mugs 10 cm
+apart at least (its min_distance), in the table's spawn area clear of the tree.
 Departures: primitives for meshes, and the mugs are set upright on saucers at the spokes' ends instead of
 hung by their handles (not tried here: it needs a grasp of the handle and a move threading the handle onto
 the spoke, which the top-down friction grasps of the other tasks do not give); the detectors sit on the
@@ -20,6 +22,7 @@ import numpy as np
 
 from ..scene import SCENERY, SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, VISUAL, Scene, axis_angle_quat, geom
 from .base import (
+    DEFAULT_YAW,
     Task,
     Waypoint,
     World,
@@ -90,8 +93,9 @@ class PlaceCups(Task):
             if (np.linalg.norm(xy - tree[:2]) >= self.CLEAR_OF_TREE
                     and all(np.linalg.norm(xy - spot) >= 0.1 for spot in spots)):
                 spots.append(xy)
-        for name, xy in zip(MUGS, spots):
-            world.set_pose(name, (*xy, TABLE_TOP_Z + self.HALF_HEIGHT), quat)
+        for name, xy in zip(MUGS, spots):  # each turned on its own, as upstream's SpawnBoundary.sample
+            own = axis_angle_quat((0, 0, 1), yaw + rng.uniform(-DEFAULT_YAW, DEFAULT_YAW))
+            world.set_pose(name, (*xy, TABLE_TOP_Z + self.HALF_HEIGHT), own)
 
     def success(self, variation: int) -> ConditionSet:
         on_spokes = [OrConditions([DetectedCondition(mug, f"success_detector{spoke}") for spoke in range(SPOKES)])

@@ -1,12 +1,15 @@
-"""place_shape_in_shape_sorter (RLBench: rlbench/tasks/place_shape_in_shape_sorter.py): put the shape of the
-variation (cube, cylinder, triangular prism, star, moon: RLBench's order, 5) into the shape sorter.
+"""place_shape_in_shape_sorter (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`:
+rlbench/tasks/place_shape_in_shape_sorter.py): put the shape of the variation (cube, cylinder, triangular
+prism, star, moon: RLBench's order, 5) into the shape sorter.
 
-Success (as RLBench): the shape detected inside the sorter. Departures: the five shapes are drawn from
-primitives (the prism a box turned 45° about its length, the star four crossed bars, the moon a capsule)
-and all collide as the same 4 cm box; the sorter is a box-built case with five 6 cm square holes in its
-lid, one per shape in the same order, which any shape fits through.
-Placement yaw: sorter ±π, as upstream's base; shapes ±π, drawn again while any lies within 5 cm of the
-turned sorter (their spawn area does not turn).
+Success (as RLBench): the shape detected inside the sorter.
+Placement: the file has no `base_rotation_bounds`, so the sorter turns Task's default ±3.14; the shapes are
+drawn at least 0.05 m apart with yaws ±3.14, as upstream's `SpawnBoundary.sample(s, min_distance=0.05)`
+(default rotation ±3.14), in the table's spawn area (which does not turn), drawn again while any lies within
+5 cm of the turned sorter (upstream samples them on a boundary in its scene file).
+Departures: the five shapes are drawn from primitives (the prism a box turned 45° about its length, the star
+four crossed bars, the moon a capsule) and all collide as the same 4 cm box; the sorter is a box-built case
+with five 6 cm square holes in its lid, one per shape in the same order, which any shape fits through.
 State: the five shapes' xyz in RLBench's order (the chosen one is the variation's), then the sorter's xyz."""
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 
 from ..scene import SCENERY, TABLE_TOP_Z, VISUAL, Scene, axis_angle_quat, fmt, geom
 from .base import (
+    DEFAULT_YAW,
     Task,
     Waypoint,
     World,
@@ -43,6 +47,7 @@ class PlaceShapeInShapeSorter(Task):
     HALF = 0.02  # each shape's collision box
     SORTER_HALF = (0.05, 0.18, 0.05)
     HOLE_HALF, WALL = 0.03, 0.005
+    MIN_DISTANCE = 0.05  # between the shapes' centres (upstream's SpawnBoundary min_distance)
 
     def build(self, scene: Scene) -> None:
         for name, rgb in zip(SHAPES, COLOURS):
@@ -91,14 +96,14 @@ class PlaceShapeInShapeSorter(Task):
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
         sorter = np.array([rng.uniform(0.3, 0.35), rng.uniform(-0.05, 0.05)])
-        yaw = rng.uniform(-math.pi, math.pi)
+        yaw = rng.uniform(-DEFAULT_YAW, DEFAULT_YAW)
         world.set_pose("shape_sorter", (*sorter, TABLE_TOP_Z), axis_angle_quat((0, 0, 1), yaw))
-        shapes = sample_apart(rng, len(SHAPES), (0.0, -0.28), (0.17, 0.28), min_distance=0.12)
+        shapes = sample_apart(rng, len(SHAPES), (0.0, -0.28), (0.17, 0.28), min_distance=self.MIN_DISTANCE)
         while any(self.near_sorter(xy - sorter, yaw) for xy in shapes):  # a turned sorter reaches into the area
-            shapes = sample_apart(rng, len(SHAPES), (0.0, -0.28), (0.17, 0.28), min_distance=0.12)
+            shapes = sample_apart(rng, len(SHAPES), (0.0, -0.28), (0.17, 0.28), min_distance=self.MIN_DISTANCE)
         for name, xy in zip(SHAPES, shapes):
             world.set_pose(name, (*xy, TABLE_TOP_Z + self.HALF),
-                           axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
+                           axis_angle_quat((0, 0, 1), rng.uniform(-DEFAULT_YAW, DEFAULT_YAW)))
 
     def near_sorter(self, offset: np.ndarray, yaw: float) -> bool:
         """Whether a shape `offset` (xy) from the sorter's middle is within 5 cm of the sorter (its frame

@@ -1,11 +1,15 @@
-"""place_wine_at_rack_location (PerAct's RLBench: rlbench/tasks/place_wine_at_rack_location.py): put the
-wine bottle in the middle, left or right place of the rack (the variation, 3, in the fork's order).
+"""place_wine_at_rack_location (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`:
+rlbench/tasks/place_wine_at_rack_location.py): put the wine bottle in the middle, left or right place of the
+rack (the variation, 3, in the fork's order).
 
-Success (as RLBench): the bottle detected at the chosen place and nothing grasped. Departures: the rack is
-a tray of three slots between dividers (left is +y in the rack's frame), placed at random with any yaw
-(upstream's default base bounds), and the bottle goes in standing up rather than lying down; the bottle is
-a cylinder with a neck, colliding as a box inside its body (flat pads squeeze a cylinder out). State:
-bottle xyz + quaternion xyzw, the three places' centres."""
+Success (as RLBench): the bottle detected at the chosen place and nothing grasped.
+Placement: the rack turns ±π/4, upstream's `base_rotation_bounds` ([0, 0, -np.pi / 4.], [0, 0, np.pi / 4.]),
+so its left place stays on the robot's left of the middle one; the bottle stands with yaw ±π in the table's
+spawn area, clear of the rack (upstream's bottle lies in its scene file, on the base).
+Departures: the rack is a tray of three slots between dividers (left is +y in the rack's frame), and the
+bottle goes in standing up rather than lying down; the bottle is a cylinder with a neck, colliding as a box
+inside its body (flat pads squeeze a cylinder out). State: bottle xyz + quaternion xyzw, the three places'
+centres."""
 
 from __future__ import annotations
 
@@ -40,6 +44,7 @@ class PlaceWineAtRackLocation(Task):
     GRASP_BELOW_TOP = 0.03  # of the bottle's body
     TRAY_HALF = (0.07, 0.17, 0.005)
     DIVIDER_HEIGHT = 0.06
+    YAW_BOUND = math.pi / 4  # upstream's base_rotation_bounds
 
     def build(self, scene: Scene) -> None:
         green = (0.1, 0.35, 0.15, 1.0)
@@ -66,7 +71,7 @@ class PlaceWineAtRackLocation(Task):
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
         rack = np.array([rng.uniform(0.3, 0.35), rng.uniform(-0.12, 0.12), TABLE_TOP_Z])
-        world.set_pose("rack", rack, axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
+        world.set_pose("rack", rack, axis_angle_quat((0, 0, 1), rng.uniform(-self.YAW_BOUND, self.YAW_BOUND)))
         while True:  # the bottle clear of the rack
             xy = rng.uniform(SPAWN_LOW, SPAWN_HIGH - [0.15, 0.0])
             if np.linalg.norm(xy - rack[:2]) > 0.25:

@@ -4,7 +4,7 @@ variation's colour (RLBench's 18 button colours: 18 variations), placed at rando
 Success (as RLBench): an ordered ConditionSet of one JointCondition, the plunger pressed more than 3 mm;
 the red plate turns green once pressed, until the episode ends. Departures: push_buttons' button (a box
 with a spring-loaded cylindrical plunger, the plate). State: the button's xyz, then its plunger's
-position (metres).
+position (metres). Dense reward (ours, docs/tasks.md): reach the plate, press the plunger.
 Placement yaw: the button ±π, as upstream's base; layouts the oracle cannot reach are drawn again."""
 
 from __future__ import annotations
@@ -14,7 +14,19 @@ import math
 import numpy as np
 
 from ..scene import SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, Scene
-from .base import Indicator, Waypoint, World, body_position, joint_position
+from .base import (
+    TIP,
+    Closeness,
+    DenseReward,
+    Indicator,
+    Progress,
+    Stage,
+    Waypoint,
+    World,
+    body_position,
+    geom_position,
+    joint_position,
+)
 from .conditions import ConditionSet
 from .push_buttons import BUTTON_COLORS, PLATE_GREEN, PushButtons
 
@@ -46,6 +58,10 @@ class PushButton(PushButtons):
 
     def low_dim_state(self, variation: int):
         return (body_position(BUTTON), joint_position(BUTTON))
+
+    def dense_reward(self, variation: int) -> DenseReward:
+        return DenseReward(Stage(Closeness(TIP, geom_position(f"{BUTTON}_plate"))),
+                           Stage(Progress(BUTTON, self.PRESSED)))
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         return self.press(world, BUTTON)

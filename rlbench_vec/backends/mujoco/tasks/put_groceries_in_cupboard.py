@@ -1,18 +1,21 @@
-"""put_groceries_in_cupboard (RLBench: rlbench/tasks/put_groceries_in_cupboard.py): put the grocery of the
-variation (9: crackers, chocolate jello, strawberry jello, soup, tuna, spam, coffee, mustard, sugar) on the
-cupboard's bottom shelf; all nine stand on the table, at least 10 cm apart (upstream's min_distance).
+"""put_groceries_in_cupboard (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`:
+rlbench/tasks/put_groceries_in_cupboard.py): put the grocery of the variation (9: crackers, chocolate jello,
+strawberry jello, soup, tuna, spam, coffee, mustard, sugar) on the cupboard's bottom shelf.
 
 Success (as RLBench): the chosen grocery detected by the region over the bottom shelf and nothing grasped.
-Placement: the cupboard turns ±1.0 rad (upstream's base_rotation_bounds) about its centre; the groceries
-stand with the cupboard's yaw (upstream samples them on its base without turning them).
+Placement: the cupboard turns ±1.0 rad about its centre, upstream's `base_rotation_bounds` ((0.0, 0.0, -1.),
+(0.0, 0.0, 1.)); each grocery is turned on its own by ±3.14 from the cupboard's yaw, as upstream's
+`SpawnBoundary.sample(g, min_distance=0.1)` (whose default rotation is ±3.14) turns each, and the nine stand
+at least 10 cm apart (its min_distance).
 Departures: primitives for meshes: the groceries are boxes and cylinders of grocery sizes (a cylinder
 collides as a box inside it, flat pads squeezing a cylinder out), the cupboard an open-front box of boards
 with a bottom compartment 28 cm high, its floor 2 cm above the table. The groceries are drawn in the
 table's spawn area (which does not turn) clear of the cupboard and of the corridor in front of its opening,
 where the oracle's hand comes down (upstream's workspace shape is in its scene file). The oracle grasps
-across the grocery with its hand pitched 45° down (a top-down hand cannot enter the shelf, a horizontal one
-hits the table at a grocery's height) and slides it onto the shelf with the same hand. State: the nine
-groceries' xyz in upstream's order, the cupboard's xyz and quaternion xyzw."""
+across the grocery's width with its hand pitched 45° down (a top-down hand cannot enter the shelf, a
+horizontal one hits the table at a grocery's height), heading along the grocery's depth whichever way is
+nearer the cupboard's, turns it in place onto the cupboard's heading in steps of 0.3 rad, and slides it
+onto the shelf. State: the nine groceries' xyz in upstream's order, the cupboard's xyz and quaternion xyzw."""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import numpy as np
 
 from ..geometry import frame_quat, yaw_rotation
 from ..scene import SCENERY, SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, Scene, axis_angle_quat, geom
-from .base import Task, Waypoint, World, body_position, body_quat, body_yaw
+from .base import DEFAULT_YAW, Task, Waypoint, World, body_position, body_quat, body_yaw, square_yaw
 from .conditions import ConditionSet, DetectedCondition, NothingGrasped
 from .objects import free_box, held_cylinder, mocap_body, region
 
@@ -71,6 +74,7 @@ class PutGroceriesInCupboard(Task):
     PITCH = math.radians(45)  # the oracle's hand, down from horizontal
     GRIP_BELOW_TOP = 0.02
     SHELF_DEPTH = 0.1  # the grocery's centre is set down this far behind the cupboard's front
+    TURN_STEP = 0.3  # radians: the carried grocery's heading turns in steps this large
     CARRY = 0.15  # the grocery's bottom above the table when carried over the others
 
     def build(self, scene: Scene) -> None:
@@ -104,8 +108,9 @@ class PutGroceriesInCupboard(Task):
                            TABLE_TOP_Z])
         quat = axis_angle_quat((0, 0, 1), yaw)
         world.set_pose("cupboard", centre, quat)
-        for grocery, xy in zip(GROCERIES, self._spots(rng, centre, yaw)):
-            world.set_pose(grocery.body, (*xy, TABLE_TOP_Z + grocery.half_size[2]), quat)
+        for grocery, xy in zip(GROCERIES, self._spots(rng, centre, yaw)):  # each turned on its own (SpawnBoundary)
+            own = axis_angle_quat((0, 0, 1), yaw + rng.uniform(-DEFAULT_YAW, DEFAULT_YAW))
+            world.set_pose(grocery.body, (*xy, TABLE_TOP_Z + grocery.half_size[2]), own)
 
     def _spots(self, rng: np.random.Generator, centre: np.ndarray, yaw: float) -> list[np.ndarray]:
         """A spot per grocery in the spawn area, MIN_DISTANCE apart, in front of the cupboard's opening and
@@ -131,17 +136,22 @@ class PutGroceriesInCupboard(Task):
 
     def hand_quat(self, yaw: float) -> np.ndarray:
         """The hand pitched PITCH down while heading along `yaw`, fingers closing horizontally."""
-        heading = np.array([math.cos(yaw), math.sin(yaw), 0.0])
-        approach = math.cos(self.PITCH) * heading + [0.0, 0.0, -math.sin(self.PITCH)]
-        across = np.cross([0.0, 0.0, 1.0], heading)
-        return frame_quat(np.cross(across, approach), across)
+        across = np.array([-math.sin(yaw), math.cos(yaw), 0.0])
+        return frame_quat(np.cross(across, self.approach(yaw)), across)
+
+    def approach(self, yaw: float) -> np.ndarray:
+        """The direction the hand of hand_quat(yaw) points."""
+        return math.cos(self.PITCH) * np.array([math.cos(yaw), math.sin(yaw), 0.0]) + [0.0, 0.0, -math.sin(self.PITCH)]
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         grocery = GROCERIES[variation]
         cupboard, yaw = world.position("cupboard"), body_yaw(world.quat("cupboard"))
         inward = yaw_rotation(yaw) @ np.array([1.0, 0.0, 0.0])
         quat = self.hand_quat(yaw)
-        approach = math.cos(self.PITCH) * inward + [0.0, 0.0, -math.sin(self.PITCH)]
+        # Grasped across its width, heading along its depth (whichever way is nearer the cupboard's inward),
+        # then turned onto the inward heading while carried.
+        grasp_yaw = yaw + square_yaw(body_yaw(world.quat(grocery.body)) - yaw, math.pi)
+        grasp_quat = self.hand_quat(grasp_yaw)
         half_height = grocery.half_size[2]
         grip = np.array([0.0, 0.0, half_height - min(self.GRIP_BELOW_TOP, half_height)])
         grasp = world.position(grocery.body) + grip
@@ -149,11 +159,15 @@ class PutGroceriesInCupboard(Task):
         inside = shelf + grip
         outside = inside - (self.SHELF_DEPTH + self.OUTSIDE) * inward
         carry = np.array([0.0, 0.0, self.CARRY])
+        # Turned in place in small steps: one joint move through a large turn of the pitched hand swings it wide.
+        steps = math.ceil(abs(yaw - grasp_yaw) / self.TURN_STEP)
+        turns = [grasp_yaw + (i / steps) * (yaw - grasp_yaw) for i in range(1, steps + 1)]
         return [
-            Waypoint(grasp - 0.12 * approach, quat, True),
-            Waypoint(grasp, quat, True, straight=True),
-            Waypoint(grasp, quat, False),
-            Waypoint(grasp + carry, quat, False, straight=True),
+            Waypoint(grasp - 0.12 * self.approach(grasp_yaw), grasp_quat, True),
+            Waypoint(grasp, grasp_quat, True, straight=True),
+            Waypoint(grasp, grasp_quat, False),
+            Waypoint(grasp + carry, grasp_quat, False, straight=True),
+            *(Waypoint(grasp + carry, self.hand_quat(heading), False) for heading in turns),
             Waypoint(outside + carry, quat, False),
             Waypoint(outside, quat, False, straight=True),
             Waypoint(inside, quat, False, straight=True),

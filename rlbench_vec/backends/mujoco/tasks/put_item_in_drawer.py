@@ -1,10 +1,15 @@
-"""put_item_in_drawer (PerAct's RLBench: rlbench/tasks/put_item_in_drawer.py): open the bottom, middle or
-top drawer (the variation, 3) of open_drawer's cabinet and put the block in it.
+"""put_item_in_drawer (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`:
+rlbench/tasks/put_item_in_drawer.py): open the bottom, middle or top drawer (the variation, 3) of
+open_drawer's cabinet and put the block in it.
 
 Success (as RLBench): the block detected by the chosen drawer's region (it moves with the drawer).
-Departures: the block (4 cm) starts on the table in front of the cabinet, not on top of it (out of the
-arm's reach with this cabinet's height); the drawers are open_drawer's box-built ones, the cabinet 6 cm
-further away than open_drawer's (the oracle pulls the bottom drawer with a pitched hand). State: as
+Placement: the cabinet turns ±π/8, upstream's `base_rotation_bounds` ([0, 0, - np.pi / 8], [0, 0, np.pi / 8]).
+The block (`item`, placed in upstream's scene file: the task file samples nothing) starts on top of the chest
+of drawers as upstream's, here 4 cm behind its front edge, anywhere along it, with yaw ±π.
+Departures: the drawers are open_drawer's box-built ones, the cabinet nearer than open_drawer's (centre
+0.42-0.46 m against 0.48-0.56 m: on its 45 cm top a top-down grasp reaches out to x = 0.40 m); the oracle
+opens the drawer with a pitched hand, takes the block from the top and brings it down in front of the
+drawers, clear of the handles above the chosen one, before moving it in over the opening. State: as
 open_drawer's (the three handles' xyz, the three drawers' openings), then the block's xyz."""
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ RESTS_IN_DRAWERS = {"contype": "1", "conaffinity": "7"}
 class PutItemInDrawer(OpenDrawer):
     name = "put_item_in_drawer"
     ITEM_HALF = 0.02
-    CENTRE_X = (0.54, 0.6)  # further than open_drawer's: the pitched hand pulls the bottom drawer within reach
+    CENTRE_X = (0.42, 0.46)  # nearer than open_drawer's: the block on top lies within a top-down hand's reach
+    ON_TOP_INSET = 0.04  # the block's centre behind the cabinet's front edge
+    CLEAR_OF_HANDLES = 0.07  # the carried block comes down this far in front of the drop, clear of the handles
     PULL = 0.13  # metres the oracle opens the drawer: room for the block and the hand
     DROP_DEPTH = 0.065  # the block is set down this far behind the drawer's front
     OVER_FRONT = 0.085  # carried this high above the drop: the block clears the drawer's front, in reach
@@ -53,8 +60,9 @@ class PutItemInDrawer(OpenDrawer):
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
         cabinet, yaw = self.place_cabinet(world, rng)
-        # On the table in front of the cabinet, beyond the opened drawer's reach.
-        local = (-self.DEPTH / 2 - self.PULL - rng.uniform(0.12, 0.16), rng.uniform(-0.15, 0.15), self.ITEM_HALF)
+        # On top of the cabinet, near its front edge (upstream's item starts on top of the chest of drawers).
+        top = self.PLINTH + 3 * self.SLOT + self.TOP
+        local = (-self.DEPTH / 2 + self.ON_TOP_INSET, rng.uniform(-0.15, 0.15), top + self.ITEM_HALF)
         world.set_pose("item", cabinet + yaw_rotation(yaw) @ local,
                        axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
 
@@ -79,8 +87,9 @@ class PutItemInDrawer(OpenDrawer):
         drawer_floor = self.PLINTH + (variation + 0.5) * self.SLOT - self.FLOOR
         drop = cabinet + rotation @ [-self.DEPTH / 2 - self.PULL + self.DROP_DEPTH, 0.0,
                                      drawer_floor + self.ITEM_HALF + 0.01]
+        clear = drop + rotation @ [-self.CLEAR_OF_HANDLES, 0.0, 0.0]
         up, over = np.array([0.0, 0.0, 0.1]), np.array([0.0, 0.0, self.OVER_FRONT])
-        lifted = np.array([item[0], item[1], drop[2] + self.OVER_FRONT])
+        lifted = np.array([item[0], item[1], max(drop[2] + self.OVER_FRONT, item[2] + 0.03)])
         return [
             approach, reach, grip,
             Waypoint(opened, grip.quat, False, straight=True),
@@ -96,6 +105,9 @@ class PutItemInDrawer(OpenDrawer):
             Waypoint(item + [0.0, 0.0, 0.03], item_quat, False, straight=True),
             Waypoint(item + [0.0, 0.0, 0.03], across_quat, False),  # turned below the handles
             Waypoint(lifted, across_quat, False, straight=True),
+            # Down in front of the drawers clear of the handles above the chosen one, then in over its opening.
+            Waypoint(np.array([*clear[:2], lifted[2]]), across_quat, False, straight=True),
+            Waypoint(clear + over, across_quat, False, straight=True),
             Waypoint(drop + over, across_quat, False, straight=True),
             Waypoint(drop, across_quat, False, straight=True),
             Waypoint(drop, across_quat, True),

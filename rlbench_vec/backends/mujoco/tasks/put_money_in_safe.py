@@ -1,13 +1,18 @@
-"""put_money_in_safe (RLBench: rlbench/tasks/put_money_in_safe.py): put the stack of bank notes on the
-bottom, middle or top shelf of the safe (the variation, 3).
+"""put_money_in_safe (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`:
+rlbench/tasks/put_money_in_safe.py): put the stack of bank notes on the bottom, middle or top
+shelf of the safe (the variation, 3).
 
-Success (as RLBench): nothing grasped and the money detected by the chosen shelf's region. The money
-lies with its yaw 0-90° from the safe's, as RLBench samples it. Departures: the safe is an open box of
-boards facing the robot (no door), placed at random with ±17° yaw (RLBench turns the whole task 0-90°);
-the money a 20 x 6 x 2 cm box with high torsional friction (held by one end, it would pivot in the
-fingers), which the oracle holds by one end and slides in with a top-down hand that stays outside the
-safe (RLBench's demo tilts the hand). State: money xyz + quaternion xyzw, the safe's xyz, the three
-shelves' region centres."""
+Success (as RLBench): nothing grasped and the money detected by the chosen shelf's region.
+Placement: upstream's `base_rotation_bounds` turn the safe one way only, [0.0, 0.0, 0.0] to
+[0.0, 0.0, +0.5 * np.pi]; here it turns 0 to 0.3 rad, one-sided as upstream's (at 0 its opening faces the
+robot): at upstream's 0..π/2 this oracle solved 87 of 100 demos (docs/tasks.md; its top-down hand, moved
+without obstacle avoidance, meets the turned safe or jams the money on the top shelf's edge). The money
+lies with its yaw 0 to π/2 from the safe's, upstream's `SpawnBoundary.sample(min_rotation=(0.00, 0.00,
+0.00), max_rotation=(0.00, 0.00, +0.5 * np.pi))`, in the table's spawn area in front of the safe.
+Departures: the safe is an open box of boards (no door); the money a 20 x 6 x 2 cm box with high torsional
+friction (held by one end, it would pivot in the fingers), which the oracle holds by one end and slides in
+with a top-down hand that stays outside the safe (RLBench's demo tilts the hand). State: money xyz +
+quaternion xyzw, the safe's xyz, the three shelves' region centres."""
 
 from __future__ import annotations
 
@@ -34,6 +39,9 @@ class PutMoneyInSafe(Task):
     BASE, SHELF_PITCH = 0.02, 0.13  # the bottom shelf's floor height, and from floor to floor
     HAND_OUTSIDE = 0.055  # the grip stops this far in front of the safe: hand and wrist stay outside
     CARRY_HEIGHT = 0.025  # the grip above the shelf's floor
+    # Upstream's base_rotation_bounds are 0..pi/2; kept to 0..0.3 rad, where this oracle holds (docs/tasks.md has
+    # its rate at upstream's range: the ik hand, without obstacle avoidance, meets the turned safe).
+    YAW_BOUNDS = (0.0, 0.3)
 
     def floor(self, shelf: int) -> float:
         """Height of shelf `shelf`'s floor above the safe's base."""
@@ -65,7 +73,7 @@ class PutMoneyInSafe(Task):
                 f"place the stack of bank notes on the {shelf} shelf of the safe"]
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
-        yaw = rng.uniform(-0.3, 0.3)
+        yaw = rng.uniform(*self.YAW_BOUNDS)
         safe = np.array([rng.uniform(0.35, 0.39), rng.uniform(-0.12, 0.12), TABLE_TOP_Z])
         world.set_pose("safe", safe, axis_angle_quat((0, 0, 1), yaw))
         to_safe_frame = yaw_rotation(yaw).T

@@ -1,14 +1,18 @@
-"""reach_and_drag (PerAct's RLBench: rlbench/tasks/reach_and_drag.py): pick up the stick and use it to
-drag the cube onto the target of the variation's colour (RLBench's 20 colours); as in PerAct's fork,
-three distractor squares take the colours 5, 6 and 7 places further along RLBench's list.
+"""reach_and_drag (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`:
+rlbench/tasks/reach_and_drag.py): pick up the stick and use it to drag the cube onto the target of the
+variation's colour (RLBench's 20 colours); as in the fork, three distractor squares take the colours 5, 6
+and 7 places further along RLBench's list.
 
-Success (as RLBench): the cube detected by the target's region (its centre over the square).
-Departures: the stick is a 30 cm bar and the squares flat boxes; in a base frame the target lies 12-20 cm
-from the cube on the robot's side, the stick beside them, the distractors elsewhere on the table.
-Placement yaw: the base ±π about the cube, as upstream's (the layout drawn again until the target and the
-stick's middle lie within 5 cm of the spawn area); stick ±0.5 rad and squares turned as the base, cube ±π.
-State: stick xyz +
-quaternion xyzw, cube xyz, target xyz, the three distractors' xyz."""
+Success (as RLBench): the cube detected by the target's region (any part of it, as RLBench's proximity
+sensors).
+Placement: the file samples nothing and has no `base_rotation_bounds`: its layout is fixed on the base
+(in its scene file, not readable here), which turns Task's default ±3.14. Here the base turns ±3.14 about
+the cube and the stick lies fixed on it (26 cm beside the cube, along the base's x, turned with it); the
+layout is drawn again until the target and the stick's middle lie within 5 cm of the spawn area.
+Departures: the stick is a 30 cm bar and the squares flat boxes; the target lies 12-20 cm from the cube on
+the base's -x side, within ±0.6 rad of it (drawn per episode), the distractors elsewhere on the table,
+turned as the base; the cube ±π. State: stick xyz + quaternion xyzw, cube xyz, target xyz, the three
+distractors' xyz."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from ..scene import SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, VISUAL, Scene, axis_angl
 from .bars import grasp_by_end, stroke
 from .base import (
     COLORS,
+    DEFAULT_YAW,
     Task,
     Waypoint,
     World,
@@ -46,6 +51,7 @@ class ReachAndDrag(Task):
     REACH = 0.17  # from the grip to where the stick meets the cube
     GAP = 0.03  # the stick is lowered this far behind the cube
     DRAG_STEP = 0.03
+    STICK_OFFSET = (-0.075, 0.26)  # the stick's centre from the cube's, base frame; the stick lies along its x
 
     def build(self, scene: Scene) -> None:
         free_box(scene.worldbody, "stick", self.STICK_HALF, rgba=(0.45, 0.3, 0.15, 1.0), mass=0.05)
@@ -74,8 +80,7 @@ class ReachAndDrag(Task):
             yaw, cube, target, stick = self.draw_layout(rng)
         world.set_pose("cube", (*cube, TABLE_TOP_Z + self.CUBE_HALF),
                        axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
-        world.set_pose("stick", (*stick, TABLE_TOP_Z + self.STICK_HALF[2]),
-                       axis_angle_quat((0, 0, 1), yaw + rng.uniform(-0.5, 0.5)))
+        world.set_pose("stick", (*stick, TABLE_TOP_Z + self.STICK_HALF[2]), axis_angle_quat((0, 0, 1), yaw))
         placed = [cube, target, stick]
         squares = [target]
         while len(squares) < len(SQUARES):
@@ -91,12 +96,11 @@ class ReachAndDrag(Task):
     @staticmethod
     def draw_layout(rng: np.random.Generator) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
         """Base yaw and the cube's, target's and stick's xy."""
-        yaw, side = rng.uniform(-math.pi, math.pi), rng.choice([-1.0, 1.0])
+        yaw = rng.uniform(-DEFAULT_YAW, DEFAULT_YAW)
         heading = math.pi + rng.uniform(-0.6, 0.6)
         target_offset = rng.uniform(0.12, 0.2) * np.array([math.cos(heading), math.sin(heading)])
-        stick_offset = np.array([rng.uniform(-0.15, 0.0), side * rng.uniform(0.22, 0.3)])
         cube = np.array([rng.uniform(0.15, 0.3), rng.uniform(-0.1, 0.1)])
-        target, stick = (cube + base_offset(yaw, offset)[:2] for offset in (target_offset, stick_offset))
+        target, stick = (cube + base_offset(yaw, offset)[:2] for offset in (target_offset, ReachAndDrag.STICK_OFFSET))
         return yaw, cube, target, stick
 
     @staticmethod

@@ -4,7 +4,7 @@ two distractor spheres of other colours. 20 variations (RLBench's colours).
 Success: the tool centre inside the target's 4 cm sphere (RLBench: the tip detected by the target's
 proximity sensor). Spheres at least 0.2 m apart (upstream's min_distance). State: the target's xyz, as
 upstream's get_low_dim_state. Shaped reward (upstream's reward()): minus the tool centre's distance to
-the target's centre.
+the target's centre. Dense reward (ours, docs/tasks.md): reach the target.
 Placement yaw: none, as upstream (a static workspace);
 layouts the oracle cannot reach are drawn again."""
 
@@ -13,7 +13,20 @@ from __future__ import annotations
 import numpy as np
 
 from ..scene import SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, VISUAL, Scene, geom
-from .base import COLORS, TIP, ShapedReward, Task, Waypoint, World, body_position, pick_colours, sample_apart
+from .base import (
+    COLORS,
+    TIP,
+    Closeness,
+    DenseReward,
+    ShapedReward,
+    Stage,
+    Task,
+    Waypoint,
+    World,
+    body_position,
+    pick_colours,
+    sample_apart,
+)
 from .conditions import TCP, DetectedCondition
 from .objects import mocap_body, region
 
@@ -56,6 +69,9 @@ class ReachTarget(Task):
 
     def reward(self, variation: int) -> ShapedReward:
         return ShapedReward((body_position("target"), TIP))
+
+    def dense_reward(self, variation: int) -> DenseReward:
+        return DenseReward(Stage(Closeness(TIP, body_position("target"))))
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         _, quat = world.tcp_pose()

@@ -6,7 +6,8 @@ Success (as RLBench): the block detected by the chosen square's region (a box ov
 block inside it).
 Departures: the squares sit at fixed offsets around the block's start (ahead, left, behind, right of
 it in the assembly's frame), the block turned up to ±0.2 rad from the assembly. State: block xyz +
-quaternion xyzw, then the four squares' xyz.
+quaternion xyzw, then the four squares' xyz. Dense reward (ours, docs/tasks.md): reach the block, bring it
+to the chosen square's region.
 Placement yaw: the assembly (squares and block) ±π, as upstream's base, so a push may go any way, also
 towards the robot; layouts the oracle cannot reach are drawn again."""
 
@@ -15,7 +16,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..scene import TABLE_TOP_Z, VISUAL, Scene, axis_angle_quat, geom
-from .base import Task, Waypoint, World, body_position, body_quat, site_position, top_down_quat
+from .base import (
+    TIP,
+    Closeness,
+    DenseReward,
+    Stage,
+    Task,
+    Waypoint,
+    World,
+    body_position,
+    body_quat,
+    site_position,
+    top_down_quat,
+)
 from .conditions import DetectedCondition
 from .objects import free_box, mocap_body, region
 
@@ -60,6 +73,10 @@ class SlideBlockToColorTarget(Task):
 
     def low_dim_state(self, variation: int):
         return (body_position("block"), body_quat("block"), *(site_position(f"success{i}") for i in range(4)))
+
+    def dense_reward(self, variation: int) -> DenseReward:
+        block = body_position("block")
+        return DenseReward(Stage(Closeness(TIP, block)), Stage(Closeness(block, site_position(f"success{variation}"))))
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         block = world.position("block")

@@ -1,11 +1,16 @@
-"""sweep_to_dustpan_of_size (PerAct's RLBench: rlbench/tasks/sweep_to_dustpan_of_size.py): sweep the dirt
-into the tall or the short dustpan (the variation, 2, in the fork's order) with the broom.
+"""sweep_to_dustpan_of_size (PerAct's RLBench fork, MohitShridhar/RLBench branch `peract`:
+rlbench/tasks/sweep_to_dustpan_of_size.py): sweep the dirt into the tall or the short dustpan (the
+variation, 2, in the fork's order) with the broom.
 
-Success (as RLBench): each of the 5 dirt pieces detected by the chosen dustpan's region. Departures: the
-broom is a T of two boxes (handle and head), the dirt 1.2 cm cubes in a cluster, the dustpans flat pans
-with low walls told apart by their handles' height (tall 25 cm, short 8 cm), side by side facing the
-dirt from one side of it (side and order drawn per episode), the whole placed with ±17° yaw; the
-broom lies near the robot, its head towards the pans.
+Success (as RLBench): each of the 5 dirt pieces detected by the chosen dustpan's region.
+Placement: the fork's file defines no `base_rotation_bounds`, so its base turns Task's default ±3.14; here
+the whole layout (pans, dirt, broom) lies in a base frame on the dirt's centre turned ±3.14: the pans side
+by side on one side of the dirt facing it, the broom beside the dirt on the other side with its head towards
+them (upstream's layout is in its scene file; which side and which pan lies further along are drawn per
+episode here). Layouts the oracle cannot reach are drawn again, which thins the yaws that put the pans far
+from the robot (docs/tasks.md).
+Departures: the broom is a T of two boxes (handle and head), the dirt 1.2 cm cubes in a cluster, the
+dustpans flat pans with low walls told apart by their handles' height (tall 25 cm, short 8 cm).
 State: broom xyz + quaternion xyzw, the five dirt pieces' xyz, the two pans' xyz (tall first)."""
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import numpy as np
 
 from ..scene import SCENERY, TABLE_TOP_Z, VISUAL, Scene, axis_angle_quat, geom
 from .bars import EndGrasp, stroke, wrap
-from .base import Task, Waypoint, World, body_position, body_quat, body_yaw, square_yaw
+from .base import DEFAULT_YAW, Task, Waypoint, World, body_position, body_quat, body_yaw, square_yaw
 from .conditions import ConditionSet, DetectedCondition
 from .objects import free_box, mocap_body, region
 
@@ -37,6 +42,8 @@ class SweepToDustpanOfSize(Task):
     GRIP_INSET = 0.03  # from the handle's end
     GAP = 0.04  # the head is lowered this far short of the dirt
     STEP = 0.03
+    CENTRE_X = (0.18, 0.24)  # the dirt's centre
+    BROOM = (-0.15, 0.12)  # the broom's centre from the dirt's, base frame: along, across away from the pans
 
     def build(self, scene: Scene) -> None:
         broom = free_box(scene.worldbody, "broom", self.HANDLE_HALF, rgba=(0.55, 0.4, 0.2, 1.0), mass=0.05)
@@ -63,11 +70,12 @@ class SweepToDustpanOfSize(Task):
                 f"use the broom to brush the dirt into the {size} dustpan", f"clean up the dirt with the {size} pan"]
 
     def init_episode(self, world: World, variation: int, rng: np.random.Generator) -> None:
-        yaw = rng.uniform(-0.3, 0.3)
+        # A base frame on the dirt's centre, turned with any yaw: its y across the sweep, the pans on one side.
+        yaw = rng.uniform(-DEFAULT_YAW, DEFAULT_YAW)  # the fork's file has no base_rotation_bounds
         along, across = np.array([math.cos(yaw), math.sin(yaw), 0.0]), np.array([-math.sin(yaw), math.cos(yaw), 0.0])
-        centre = np.array([rng.uniform(0.18, 0.24), rng.uniform(-0.03, 0.03), TABLE_TOP_Z])
+        centre = np.array([rng.uniform(*self.CENTRE_X), rng.uniform(-0.05, 0.05), TABLE_TOP_Z])
         side = rng.choice([-1.0, 1.0])  # the pans stand side by side on this side of the dirt
-        order = rng.permutation(len(SIZES))  # which of them is nearer the robot
+        order = rng.permutation(len(SIZES))  # which of them lies further along
         for size, slot in zip(SIZES, order):
             pan = centre + side * self.PAN_OFFSET * across + (slot - 0.5) * self.PAN_SPACING * along
             facing = pan - centre  # the pan's -x, its opening, faces the dirt
@@ -76,10 +84,10 @@ class SweepToDustpanOfSize(Task):
             offset = rng.uniform(-0.025, 0.025, 2)
             world.set_pose(name, centre + [offset[0], offset[1], self.DIRT_HALF],
                            axis_angle_quat((0, 0, 1), rng.uniform(-math.pi, math.pi)))
-        # Near the robot, its head towards the pans' side.
-        broom = (rng.uniform(0.02, 0.06), -side * rng.uniform(0.03, 0.07), TABLE_TOP_Z + self.HANDLE_HALF[2])
-        heading = yaw + side * math.pi / 2 + rng.uniform(-0.3, 0.3)
-        world.set_pose("broom", broom, axis_angle_quat((0, 0, 1), heading))
+        # Beside the dirt on the other side, its head towards the pans' side.
+        broom = centre + self.BROOM[0] * along - side * self.BROOM[1] * across
+        broom[2] = TABLE_TOP_Z + self.HANDLE_HALF[2]
+        world.set_pose("broom", broom, axis_angle_quat((0, 0, 1), yaw + side * math.pi / 2))
 
     def success(self, variation: int) -> ConditionSet:
         return ConditionSet([DetectedCondition(name, f"success_{SIZES[variation]}") for name in DIRT])
