@@ -1,7 +1,7 @@
 """Per-rank facts under torchrun (or any launcher that sets RANK / LOCAL_RANK / LOCAL_WORLD_SIZE).
 
 Each rank builds its own vector env. Seeds are offset by the global rank so no two envs of a job
-share a seed; CPU pinning splits this host's cores between its local ranks. Nothing here assumes
+share a seed; a host's cores and GPUs are split between its local ranks (share_of_rank). Nothing here assumes
 one host beyond per-host resources: multi-node is torchrun's job.
 """
 
@@ -39,13 +39,18 @@ def cores_of_rank(info: RankInfo | None = None) -> int:
     return max(1, len(os.sched_getaffinity(0)) // max(1, info.local_world_size))
 
 
+def share_of_rank(count: int, info: RankInfo | None = None) -> list[int]:
+    """This local rank's contiguous share of `count` per-host resources (cores, GPUs) as indices; where there
+    are more local ranks than resources, ranks share them round robin."""
+    info = info or RankInfo.from_env()
+    share = count // max(1, info.local_world_size)
+    if share == 0:
+        return [info.local_rank % count] if count else []
+    return list(range(info.local_rank * share, (info.local_rank + 1) * share))
+
+
 def worker_cpus(num_envs: int, info: RankInfo | None = None) -> list[tuple[int, ...]]:
     """One core per worker, round robin over this local rank's contiguous share of the usable cores."""
-    info = info or RankInfo.from_env()
     cores = sorted(os.sched_getaffinity(0))
-    share = len(cores) // max(1, info.local_world_size)
-    if share == 0:  # more local ranks than cores: ranks share cores round robin
-        mine = [cores[info.local_rank % len(cores)]]
-    else:
-        mine = cores[info.local_rank * share:(info.local_rank + 1) * share]
+    mine = [cores[i] for i in share_of_rank(len(cores), info)]
     return [(mine[i % len(mine)],) for i in range(num_envs)]

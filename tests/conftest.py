@@ -6,6 +6,7 @@ import importlib.util
 import os
 import signal
 import subprocess
+import sys
 
 import psutil
 import pytest
@@ -27,6 +28,10 @@ def needs(extra: str, *modules: str) -> pytest.MarkDecorator:
     """Skip unless `modules` import; the reason names the extra of README's table that brings them."""
     missing = [name for name in modules if importlib.util.find_spec(name) is None]
     return pytest.mark.skipif(bool(missing), reason=extra_reason(extra, missing))
+
+
+# two ranks on this machine (gloo on the CPU); the job's module or script and its flags follow
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
 
 
 def extra_reason(extra: str, missing: list[str]) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-from conftest import extra_reason, live_children, own_segments
+from conftest import TORCHRUN, extra_reason, live_children, needs, own_segments
 from PIL import Image
 
 from rlbench_vec import CAMERAS, ConfigError, Demo, RLBenchVectorEnv, VectorConfig, list_tasks
@@ -203,6 +203,27 @@ def test_rerun_resumes_and_sweeps_stale_staging(datasets, tmp_path):
     assert files(copy) == files(out)
     with pytest.raises(ConfigError, match="other arguments"):
         collect(replace(CONFIG, out=str(copy), image_size=(24, 24)))
+
+
+@needs("torch", "torch")
+def test_two_ranks_under_torchrun_store_the_files_of_one_process(datasets, tmp_path):
+    """torchrun, two ranks on the CPU: the episodes dealt between the ranks, each demo from its own seed into its
+    own folder, so the dataset is one process's, file for file; rank 0 alone reports, the counts of both ranks;
+    one process resumes the folder."""
+    out, _ = datasets[0]
+    done = subprocess.run([*TORCHRUN, "-m", "rlbench_vec.collect", "--tasks", TASK, "--episodes_per_task", "3",
+                           "--variations", "2", "--backend", "mujoco", "--num_envs", "1", "--image_size", "16", "16",
+                           "--writers", "0", "--progress", "0", "--out", str(tmp_path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("episodes written") == 1 and "6 episodes written, 0 already there" in done.stdout
+    summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
+    assert summary["world_size"] == 2 and summary["finished"] and summary["tasks"][TASK]["written"] == 6
+    assert files(tmp_path) == files(out)
+    shutil.rmtree(tmp_path / TASK / "variation1" / "episodes" / "episode2")
+    resumed = collect(replace(CONFIG, out=str(tmp_path), writers=0))
+    assert resumed["episodes"] == {"planned": 1, "written": 1, "skipped": 5, "failed": 0} and resumed["world_size"] == 1
+    assert files(tmp_path) == files(out)
 
 
 def test_failed_demos_are_retried_then_reported(tmp_path):

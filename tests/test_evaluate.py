@@ -19,8 +19,9 @@ from pathlib import Path
 
 import imageio.v2 as imageio
 import numpy as np
+import psutil
 import pytest
-from conftest import needs
+from conftest import TORCHRUN, needs
 
 from rlbench_vec.cli.evaluate import parse_args
 from rlbench_vec.cli.evaluate_config import checked
@@ -64,8 +65,9 @@ AGENT = textwrap.dedent("""
 
 
 def records(out: Path) -> list[dict]:
-    """The records of a run folder's log (a last line cut by a kill left out)."""
-    return [json.loads(line) for line in (out / "log.jsonl").read_text().split("\n")[:-1]]
+    """The records of a run folder's log, and of its ranks' logs after it (a last line cut by a kill left out)."""
+    return [json.loads(line) for path in (out / "log.jsonl", *sorted(out.glob("log.rank*.jsonl")))
+            for line in path.read_text().split("\n")[:-1]]
 
 
 def lines(out: Path) -> list[dict]:
@@ -77,9 +79,9 @@ def outcome(out: Path) -> list[tuple]:
     return sorted((e["task"], e["episode"], e["variation"], e["seed"], e["success"], e["steps"]) for e in lines(out))
 
 
-def command(*args: str) -> subprocess.CompletedProcess:
+def command(*args: str, launch: tuple[str, ...] = (sys.executable,)) -> subprocess.CompletedProcess:
     environ = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "rlbench_vec.evaluate", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([*launch, "-m", "rlbench_vec.evaluate", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, env=environ)
 
 
@@ -293,6 +295,72 @@ def test_bad_input_says_what_in_one_line_and_writes_nothing(tmp_path, args, mess
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert re.search(message, done.stderr), done.stderr
     assert not (tmp_path / "out").exists()
+
+
+@needs("torch", "torch")
+def test_two_ranks_under_torchrun_score_each_episode_as_one_process_does(tmp_path):
+    """torchrun, two ranks on the CPU, mujoco: the episodes dealt between the ranks, each appending to its own log,
+    with the per-episode outcomes of one process; rank 0 alone shows the progress, prints and writes the results,
+    of the whole job."""
+    args = ["--policy", "oracle", "--tasks", "push_button", "reach_target", "--episodes", "3", "--backend", "mujoco",
+            "--cameras", "front", "--image_size", "16", "16", "--modalities", "rgb", "--out", str(tmp_path / "two")]
+    done = command(*args, launch=tuple(TORCHRUN))
+    assert done.returncode == 0, done.stderr
+    one = evaluate(config_of(args, out=str(tmp_path / "one"), num_envs=2))
+    assert outcome(tmp_path / "two") == outcome(tmp_path / "one") and len(lines(tmp_path / "two")) == 6
+    assert {e["rank"] for e in lines(tmp_path / "two")} == {0, 1}
+    result = json.loads((tmp_path / "two" / "results.json").read_text())
+    assert result["tasks"] == one["tasks"] and result["finished"] and result["num_envs"] == 2
+    assert [(run["world_size"], run["num_envs"], run["episodes"]) for run in result["runs"]] == [(2, 2, 6)]
+    table = (tmp_path / "two" / "results.md").read_text()
+    assert done.stdout.count("| **mean** |") == 1 and done.stdout.startswith(table)
+    assert "done: 6/6 episodes" in done.stderr and done.stderr.count("done: ") == 1  # rank 0's, of both ranks
+
+
+SLOW_RANK = textwrap.dedent("""
+    import os
+    import time
+
+    import numpy as np
+
+    def make_agent(env):
+        size = env.single_action_space.shape[0]
+
+        def act(obs, info):
+            if os.environ.get("RANK") == "1":
+                time.sleep(0.2)  # rank 1 of a torchrun job: slow enough to be killed mid-job
+            return np.zeros((len(info["env_id"]), size), np.float32)
+
+        act.reset = lambda env_ids: None
+        return act
+""")
+
+
+@needs("torch", "torch")
+def test_a_rank_killed_mid_job_fails_the_job_and_one_process_resumes_it(tmp_path):
+    """SIGKILL to rank 1 of a torchrun evaluation: the job fails naming the rank; one process (at another number of
+    envs) runs only the episodes no log holds, with the per-episode outcomes of an uninterrupted run."""
+    agent = tmp_path / "agent.py"
+    agent.write_text(SLOW_RANK)
+    args = synthetic(tmp_path, f"{agent}:make_agent", episodes=6)
+    args[args.index("--num_envs") + 1] = "1"  # per rank
+    out = tmp_path / "out"
+    job = subprocess.Popen([*TORCHRUN, "-m", "rlbench_vec.evaluate", *args], cwd=ROOT, text=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    rank_log = out / "log.rank1.jsonl"
+    while job.poll() is None and (not rank_log.exists() or '"episode"' not in rank_log.read_text()):
+        time.sleep(0.05)
+    ranks = [p for p in psutil.Process(job.pid).children(recursive=True) if p.environ().get("RANK") == "1"]
+    next(p for p in ranks if p.parent().pid not in {r.pid for r in ranks}).kill()  # the rank, not its workers
+    _, stderr = job.communicate(timeout=120)
+    assert job.returncode != 0 and "rank: 1" in stderr and "[rank0]: Traceback" not in stderr, stderr
+    left = 12 - len(lines(out))
+    assert 0 < left <= 11 and json.loads((out / "results.json").read_text())["finished"] is False  # by rank 0
+    resumed = evaluate(config_of(args, num_envs=3))
+    whole = evaluate(config_of(args, out=str(tmp_path / "whole"), num_envs=2))
+    assert outcome(out) == outcome(tmp_path / "whole") and resumed["finished"] and resumed["ignored_log_records"] == 0
+    assert [run["world_size"] for run in resumed["runs"]] == [2, 1] and resumed["runs"][1]["episodes"] == left
+    assert resumed["tasks"] == whole["tasks"]
 
 
 FIRST_OBSERVATIONS = textwrap.dedent("""

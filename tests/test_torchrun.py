@@ -5,18 +5,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
-from conftest import needs
+from conftest import TORCHRUN, needs
 
 pytestmark = needs("torch", "torch")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def torchrun(*args: str, timeout: float = 180) -> str:
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", *args]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run([*TORCHRUN, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 

@@ -1,8 +1,9 @@
 """The command-line programs: the throughput bench (`bench`, with its action sampler, resource usage and
 report), the demo collector (`collect`, `collect_config`) and the evaluation (`evaluate` and its `evaluate_*`
 modules, `policies`, `videos`), run as `python -m rlbench_vec.bench`, `python -m rlbench_vec.collect` and
-`python -m rlbench_vec.evaluate` through the front's entry modules; `runs` is what the job runners share. They
-may import anything below them: the front (vector_env), `datasets`, `backends` and the base modules; nothing
+`python -m rlbench_vec.evaluate` through the front's entry modules; `runs` is what the job runners share, and
+`ranks` their split between torchrun's ranks. They may import anything below them: the front (vector_env),
+`datasets`, `display`, `backends` and the base modules; nothing
 imports them but the entries, and no command imports another command's modules.
 
 This module holds what every command line of the package (and its examples) shares: the bench's

@@ -18,6 +18,8 @@
   demos. An episode appears on disk only complete (staging folder, then rename).
 - Resume: a rerun with the same arguments skips the episodes on disk and sweeps what dead writers left.
 - Summary: {out}/collect_summary.json (tasks, variations, episodes, failures, seconds, demos/s, command).
+- torchrun (`torchrun --nproc_per_node N -m rlbench_vec.collect ...`): each rank collects every N-th episode of
+  each task with --num_envs envs on its share of the host's cores and GPUs; rank 0 writes the summary.
 """
 
 from __future__ import annotations
@@ -37,10 +39,12 @@ from ..config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, Ve
 from ..datasets import remove_stale_staging
 from ..datasets.lerobot_format import LeRobotOptions
 from ..datasets.writers import FORMATS, Episode, WriterOptions, WriterPool, store_rlbench
-from ..errors import WorkerError
+from ..distributed import RankInfo
+from ..errors import ConfigError, WorkerError
 from ..vector_env import RLBenchVectorEnv
 from . import ArgumentParser, json_object, non_negative, positive
 from .collect_config import DATASET_ARGUMENTS, CollectConfig, checked_variations, known_variation_count
+from .ranks import Ranks, job_ranks
 from .runs import (
     ProgressBar,
     check_same_arguments,
@@ -99,8 +103,17 @@ def show_progress(progress: ProgressBar, description: str, tally: Tally, pool: W
 
 def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]:
     """Collect every job of `config` not yet on disk under config.out; return the summary, also written to
-    {out}/collect_summary.json. command: what the summary records (default: the equivalent command line)."""
-    config = config.validated()
+    {out}/collect_summary.json. command: what the summary records (default: the equivalent command line). Under
+    torchrun each rank collects every world_size-th episode of each task's plan, and rank 0 writes the summary."""
+    with job_ranks() as ranks:
+        config = config.validated()  # after the rank took its share of the cores: the default writers count it
+        if ranks.world > 1 and config.format == "lerobot":
+            raise ConfigError("--format lerobot stores a task in one dataset, written by one process: collect it "
+                              "without torchrun, or collect --format rlbench under torchrun.")
+        return _collect(config, command, ranks)
+
+
+def _collect(config: CollectConfig, command: str | None, ranks: Ranks) -> dict[str, Any]:
     env_configs = {task: config.env_config(task) for task in config.tasks}
     counts: dict[str, int | None] = {}  # None: only the task's started env knows
     for task, env_config in env_configs.items():
@@ -109,9 +122,10 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     check_same_arguments(out / SUMMARY_FILE, _dataset_arguments(config), "demos")
-    swept = remove_stale_staging(out)
+    swept = remove_stale_staging(out) if ranks.first else 0
     summary: dict[str, Any] = {"command": command or config.command(), "finished": False,
-                               "config": _dataset_arguments(config), "stale_staging_removed": swept}
+                               "config": _dataset_arguments(config), "stale_staging_removed": swept,
+                               "world_size": ranks.world}
     tally = Tally(tasks=len(config.tasks))
     started = time.perf_counter()
     start_s = 0.0
@@ -121,10 +135,12 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
                                            checkpoint_every=config.lerobot_checkpoint_every))
     pool = WriterPool(out, options, env_configs)
     try:
-        todo = {task: None if count is None else _plan(config, task, count, pool, tally)
+        ranks.barrier()  # rank 0 swept the staging folder before any rank writes
+        todo = {task: None if count is None else _plan(config, task, count, pool, tally, ranks)
                 for task, count in counts.items()}
-        _write_summary(out, summary, config, tally, pool, 0.0, 0.0)
-        progress = ProgressBar(config.progress, "demos")
+        if ranks.first:
+            _write_summary(out, summary, config, tally, pool, 0.0, 0.0)
+        progress = ProgressBar(config.progress and ranks.first, "demos")
         _say_what_was_found(progress, out, tally)
         for number, (task, jobs) in enumerate(todo.items(), start=1):
             if jobs == []:
@@ -137,14 +153,16 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
                 start_s += time.perf_counter() - t0
                 if jobs is None:
                     count = checked_variations(config, task, int(env.get_attr("variation_count")[0]))
-                    jobs = _plan(config, task, count, pool, tally)
+                    jobs = _plan(config, task, count, pool, tally, ranks)
                     _say_what_was_found(progress, out, tally, task)
                 _collect_jobs(env, collections.deque(jobs), config, pool, tally,
                               functools.partial(show_progress, progress, doing, tally, pool))
         show_progress(progress, "writing", tally, pool)
         pool.drain()
         _record_writes(pool, tally)
-        remove_stale_staging(out)  # removes the staging folder itself once empty
+        tally = merged(ranks.gather(tally))  # every rank is done writing
+        if ranks.first:
+            remove_stale_staging(out)  # removes the staging folder itself once empty
         summary["finished"] = True
     finally:
         pool.close()
@@ -153,26 +171,42 @@ def collect(config: CollectConfig, command: str | None = None) -> dict[str, Any]
             show_progress(progress, "done" if summary["finished"] else "stopped", tally, pool)
             progress.stop()
         try:
-            _write_summary(out, summary, config, tally, pool, time.perf_counter() - started, start_s)
+            if ranks.first:
+                _write_summary(out, summary, config, tally, pool, time.perf_counter() - started, start_s)
         except OSError:
             if summary["finished"]:
                 raise  # else the run is already stopping (a full disk: the summary cannot be written either)
     return summary
 
 
-def _plan(config: CollectConfig, task: str, variations: int, pool: WriterPool, tally: Tally) -> list[Job]:
-    """The jobs of the task's first `variations` variations that are not on disk yet, variation by variation (with
-    all_variations: episodes_per_task in all, cycling through the variations)."""
+def _plan(config: CollectConfig, task: str, variations: int, pool: WriterPool, tally: Tally, ranks: Ranks) -> list[Job]:
+    """This rank's jobs of the task's first `variations` variations that are not on disk yet, variation by variation
+    (with all_variations: episodes_per_task in all, cycling through the variations): every world_size-th of the
+    task's plan (a rank may plan a task while others write it)."""
     done = pool.completed(task)
     if config.all_variations:  # one folder, episode e of variation e mod count
         every = [Episode(task, e % variations, e, True) for e in range(config.episodes_per_task)]
     else:
         every = [Episode(task, variation, e) for variation in range(variations)
                  for e in range(config.episodes_per_task)]
-    jobs = [Job(episode) for episode in every if (episode.variation, episode.episode) not in done]
+    mine = ranks.mine(every)
+    jobs = [Job(episode) for episode in mine if (episode.variation, episode.episode) not in done]
     tally.variations[task], tally.planned[task] = variations, len(jobs)
-    tally.skipped[task] = len(every) - len(jobs)
+    tally.skipped[task] = len(mine) - len(jobs)
     return jobs
+
+
+def merged(tallies: list[Tally]) -> Tally:
+    """The counts of every rank as one."""
+    tally = Tally(variations=tallies[0].variations, tasks=tallies[0].tasks)
+    for one in tallies:
+        for name in ("planned", "skipped", "written"):
+            for task, count in getattr(one, name).items():
+                getattr(tally, name)[task] = getattr(tally, name).get(task, 0) + count
+        tally.demo_failures += one.demo_failures
+        tally.worker_errors += one.worker_errors
+        tally.failed += one.failed
+    return tally
 
 
 def _say_what_was_found(progress: ProgressBar, out: Path, tally: Tally, task: str | None = None) -> None:
@@ -323,6 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary = run_stoppable(collect, config, "rlbench_vec.collect", argv, "", Path(config.out) / SUMMARY_FILE)
     if isinstance(summary, int):
         return summary
+    if RankInfo.from_env().rank != 0:  # under torchrun rank 0 reports the world's counts
+        return 0
     episodes = summary["episodes"]
     print(f"{episodes['written']} episodes written, {episodes['skipped']} already there, {episodes['failed']} failed "
           f"in {summary['seconds']:.1f} s ({summary['demos_per_s']:.2f} demos/s): {Path(config.out) / SUMMARY_FILE}")

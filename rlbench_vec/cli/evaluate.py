@@ -21,6 +21,8 @@
   also printed, both derived from the log (--report_only rebuilds them). A rerun with the same --out runs only
   the episodes not in the log; a folder started with other arguments, another policy file or another version is
   refused, naming what differs.
+- torchrun (`torchrun --nproc_per_node N -m rlbench_vec.evaluate ...`): the episodes split between the ranks, each
+  with --num_envs envs on its share of the host's cores and GPUs and its own log in DIR; rank 0 reports.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 
 from ..backends import list_tasks
 from ..config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES
+from ..distributed import RankInfo
 from . import ArgumentParser, json_object, non_negative, positive
 from .evaluate_config import PROTOCOLS, EvaluateConfig
 from .evaluate_folder import LOG_FILE, rebuild
@@ -124,6 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(stopped, int):
             return stopped
         result = stopped
+    if RankInfo.from_env().rank != 0:  # under torchrun rank 0 reports the world's results
+        return 0
     print(markdown(result), end="")
     log = Path(config.out) / LOG_FILE
     if result["invalid_actions"]:

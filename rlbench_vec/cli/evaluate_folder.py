@@ -12,12 +12,16 @@ log.jsonl holds one JSON record per line, each appended whole by one write to a 
 - {"record": "end", "run": n, "at", "finished"}: a run that ended without being killed.
 Only episodes of the plan count, each once (its first record). Every number of results.json comes from the log:
 `rebuild(out)` writes them again.
+Under torchrun rank r > 0 appends its run's records to log.rank{r}.jsonl (rank 0 to log.jsonl), each with "rank"
+(a run record also with "world_size"): one writer per file, whatever the file system, and read as one log; a run's
+ranks share its number.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import json
+import math
 import os
 import time
 from collections.abc import Iterable
@@ -32,6 +36,7 @@ from .evaluate_report import markdown, summary
 from .runs import stop_if_disk_full, write_json, write_whole
 
 LOG_FILE = "log.jsonl"
+RANK_LOG = "log.rank{}.jsonl"  # the log of rank r > 0 under torchrun
 RESULTS_FILE = "results.json"
 TABLE_FILE = "results.md"
 OLD_LOG = "episodes.jsonl"  # the log of rlbench_vec 0.2's evaluate, which kept no record of what it scored
@@ -64,14 +69,7 @@ def read_log(out: Path, planned: Iterable[tuple[str, int, int, int, int]] | None
             raise ConfigError(f"{out} holds an evaluation of an older rlbench_vec ({OLD_LOG}, with no record of what "
                               "it scored): choose another --out.")
         return log
-    lines = path.read_bytes().split(b"\n")
-    records = []
-    for number, line in enumerate(lines[:-1], start=1):  # the last piece has no newline: empty, or cut by a kill
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            raise ConfigError(f"{path} line {number} is not JSON: this folder's log is damaged; choose another --out "
-                              "(the results can be rebuilt only from a whole log).") from None
+    records = _records(path)
     if records and records[0].get("record") == "evaluation":
         log.header = records[0]
     elif records:
@@ -79,9 +77,10 @@ def read_log(out: Path, planned: Iterable[tuple[str, int, int, int, int]] | None
                           "choose another --out.")
     if planned is None and log.header is not None:
         planned = header_plan(log.header)
-    wanted = {(task, episode, repeat): (variation, seed) for task, episode, repeat, variation, seed in planned or ()}
+    wanted: dict[Any, tuple[int, int]] = {(task, episode, repeat): (variation, seed)
+                                         for task, episode, repeat, variation, seed in planned or ()}
     seen = set()
-    for record in records[1:]:
+    for record in records[1:] + [record for rank_log in rank_logs(out) for record in _records(rank_log)]:
         kind = record.get("record")
         if kind in ("run", "envs", "end"):
             log.runs.append(record)
@@ -93,6 +92,28 @@ def read_log(out: Path, planned: Iterable[tuple[str, int, int, int, int]] | None
                 seen.add(key)
                 log.episodes.append(record)
     return log
+
+
+def rank_logs(out: Path) -> list[Path]:
+    """The logs of ranks > 0 in the folder, by rank."""
+    return sorted(out.glob(RANK_LOG.format("*")), key=lambda path: int(path.name.split(".")[1][4:]))
+
+
+def log_path(out: Path, rank: int) -> Path:
+    return out / (LOG_FILE if rank == 0 else RANK_LOG.format(rank))
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    """The whole records of a log (a last line cut by a kill is left out)."""
+    lines = path.read_bytes().split(b"\n")
+    records = []
+    for number, line in enumerate(lines[:-1], start=1):  # the last piece has no newline: empty, or cut by a kill
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise ConfigError(f"{path} line {number} is not JSON: this folder's log is damaged; choose another --out "
+                              "(the results can be rebuilt only from a whole log).") from None
+    return records
 
 
 def header_plan(header: dict[str, Any]) -> list[tuple[str, int, int, int, int]]:
@@ -123,17 +144,20 @@ def differences(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
 class RunLog:
     """The log of a run folder opened to append: the first record checked against (or written as) what this run
     scores, a record per run, vector env and episode. A full disk raises DatasetError in one line; a record
-    that does not fit is cut off again, so the log stays whole and the folder resumable."""
+    that does not fit is cut off again, so the log stays whole and the folder resumable. Under torchrun each
+    rank opens its own (rank 0 first, writing the first record; the others once it is there, and all before
+    any writes its run record, so they share the run's number)."""
 
-    def __init__(self, out: Path, header: dict[str, Any], planned: Iterable[tuple[str, int, int, int, int]]):
-        self.out, self.path = out, out / LOG_FILE
+    def __init__(self, out: Path, header: dict[str, Any], planned: Iterable[tuple[str, int, int, int, int]],
+                 rank: int = 0, world: int = 1):
+        self.out, self.path, self.rank, self.world = out, log_path(out, rank), rank, world
         self.log = read_log(out, planned)
         differ = differences(self.log.header, header) if self.log.header is not None else []
         if differ:
             raise ConfigError(f"{out} was started to score something else ({'; '.join(differ)}): resume with the "
                               "same command, or choose another --out.")
         self.started = time.perf_counter()
-        self.run = sum(record["record"] == "run" for record in self.log.runs)
+        self.run = 1 + max((record["run"] for record in self.log.runs), default=-1)
         self.fd: int | None = None
         out.mkdir(parents=True, exist_ok=True)
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -144,6 +168,7 @@ class RunLog:
                 content = self.path.read_bytes()
                 os.truncate(self.path, content.rfind(b"\n") + 1)
         if self.log.header is None:
+            assert rank == 0, "rank 0 writes the first record before the other ranks open the log"
             self.log.header = header
             self.write(header)
 
@@ -161,14 +186,19 @@ class RunLog:
             raise DatasetError(f"cannot append to {self.path}: {error}; the finished episodes are kept.") from None
 
     def add_run(self, command: str, num_envs: int) -> None:
-        self.write({"record": "run", "run": self.run, "command": command, "num_envs": num_envs,
-                    "started": round(time.time(), 3)})
+        ranks = {"world_size": self.world} if self.world > 1 else {}
+        self.write({"record": "run", "run": self.run, **self._rank(), **ranks, "command": command,
+                    "num_envs": num_envs, "started": round(time.time(), 3)})
 
     def add(self, record: dict[str, Any], kind: str) -> None:
         """An "episode" or "envs" record of this run, with the seconds into it."""
-        self.write({"record": kind, "run": self.run, "at": round(time.perf_counter() - self.started, 3), **record})
+        self.write({"record": kind, "run": self.run, **self._rank(),
+                    "at": round(time.perf_counter() - self.started, 3), **record})
         if kind == "episode":
             self.log.episodes.append(record)
+
+    def _rank(self) -> dict[str, int]:
+        return {"rank": self.rank} if self.world > 1 else {}
 
     def close(self, finished: bool) -> None:
         """The run's end record where the disk still takes it (else the last episode's time stands for it)."""
@@ -183,10 +213,45 @@ class RunLog:
             self.fd = None
 
 
+class OtherRanks:
+    """Rank 0's view of the other ranks' logs as they grow: their episodes of this run, for the world's progress.
+    Open it after every rank opened its log, before any writes its run record."""
+
+    def __init__(self, out: Path, world: int):
+        self.offsets = {log_path(out, rank): _size(log_path(out, rank)) for rank in range(1, world)}
+        self.looked = -math.inf
+
+    def episodes(self, now: bool = False) -> list[dict[str, Any]]:
+        """The episode records the other ranks appended since the last look (one a second at most, unless `now`:
+        the logs may lie on a network file system)."""
+        found: list[dict[str, Any]] = []
+        if not now and time.monotonic() - self.looked < 1.0:
+            return found
+        self.looked = time.monotonic()
+        for path, offset in self.offsets.items():
+            if _size(path) <= offset:
+                continue
+            with open(path, "rb") as file:
+                file.seek(offset)
+                data = file.read()
+            data = data[:data.rfind(b"\n") + 1]  # a record still being appended waits for the next look
+            self.offsets[path] += len(data)
+            found += [record for record in map(json.loads, data.splitlines()) if record["record"] == "episode"]
+        return found
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
+def results_of(log: Log) -> dict[str, Any]:
+    assert log.header is not None
+    return summary(log.header, log.runs, log.episodes, header_plan(log.header), log.ignored)
+
+
 def write_results(out: Path, log: Log) -> dict[str, Any]:
     """results.json and results.md from the log, each replaced whole; returns the results."""
-    assert log.header is not None
-    result = summary(log.header, log.runs, log.episodes, header_plan(log.header), log.ignored)
+    result = results_of(log)
     try:
         write_json(out / RESULTS_FILE, result)
         write_whole(out / TABLE_FILE, markdown(result))

@@ -21,10 +21,10 @@ from ..config import EnvConfig, VectorConfig, VideoConfig
 from ..errors import WorkerError
 from ..vector_env import RLBenchVectorEnv
 from .evaluate_config import EvaluateConfig, for_envs
-from .evaluate_folder import RunLog
+from .evaluate_folder import OtherRanks, RunLog
 from .evaluate_plan import EpisodeQueue, Planned
 from .policies import Policy, PolicySource, as_actions
-from .runs import ProgressBar
+from .runs import FINAL, ProgressBar
 from .videos import Videos
 
 
@@ -52,8 +52,9 @@ class Evaluation:
     """One run of a folder: the episodes left, what is logged, the counts the progress bar shows."""
 
     def __init__(self, config: EvaluateConfig, env_config: EnvConfig, policy: PolicySource, log: RunLog,
-                 total: int):
+                 total: int, world: OtherRanks | None = None):
         self.config, self.env_config, self.source, self.log, self.total = config, env_config, policy, log, total
+        self.world = world  # rank 0 under torchrun: the other ranks' episodes join the progress bar's counts
         self.done_before = len(log.log.episodes)
         self.counts = {key: 0 for key in ("success", "invalid_action", "backend_error", "reruns")}
         for episode in log.log.episodes:
@@ -70,6 +71,9 @@ class Evaluation:
         self.counts["reruns"] += episode.get("reruns", 0)
 
     def show(self, description: str) -> None:
+        for episode in self.world.episodes(now=description in FINAL) if self.world is not None else ():
+            self.log.log.episodes.append(episode)
+            self._count(episode)
         done, counts = len(self.log.log.episodes), self.counts
         rate = f"{100 * counts['success'] / done:.1f}%" if done else "-"
         self.progress.update(description, done, self.total, done - self.done_before,

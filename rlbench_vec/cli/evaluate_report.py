@@ -62,13 +62,18 @@ def summary(header: dict[str, Any], runs: list[dict[str, Any]], episodes: list[d
     spread), and counts over every run of the folder; planned: the plan's (task, episode, repeat, ...)."""
     scored = header["scored"]
     per_run: dict[int, dict[str, Any]] = {}
+    used: dict[tuple[int, int], int] = {}  # (run, rank): the most envs one of its vector envs used
     for record in runs:
         run = per_run.setdefault(record["run"], {"num_envs_used": 0, "episodes": 0, "seconds": 0.0})
-        if record["record"] == "run":
-            run.update(command=record["command"], num_envs=record["num_envs"])
+        if record["record"] == "run":  # under torchrun one per rank: the run's envs are the ranks' sum
+            run.update(command=record["command"], num_envs=run.get("num_envs", 0) + record["num_envs"],
+                       world_size=record.get("world_size", 1))
         elif record["record"] == "envs":
-            run["num_envs_used"] = max(run["num_envs_used"], record["num_envs"])
+            key = (record["run"], record.get("rank", 0))
+            used[key] = max(used.get(key, 0), record["num_envs"])
         run["seconds"] = max(run["seconds"], record.get("at", 0.0))
+    for (number, _), envs in used.items():
+        per_run[number]["num_envs_used"] += envs
     for episode in episodes:
         run = per_run.setdefault(episode["run"], {"num_envs_used": 0, "episodes": 0, "seconds": 0.0})
         run["episodes"] += 1

@@ -11,19 +11,23 @@ scored against the run folder, run the pending episodes (evaluate_loop), derive 
   from the log alone. Repeats: every episode once per repeat, each repeat with its own seeds.
 - The run folder (evaluate_folder): its log's first record is what is scored; a folder started with anything
   else is refused before anything runs; results.json and results.md are derived from the log.
+- Under torchrun (cli/ranks): the pending episodes dealt round robin between the ranks, each with its own vector
+  envs and log; rank 0 shows the world's progress and writes the results once every rank is done.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..backends import backend_class
 from .evaluate_config import EvaluateConfig, checked
-from .evaluate_folder import RunLog, package_version, read_log, write_results
+from .evaluate_folder import OtherRanks, RunLog, package_version, read_log, results_of, write_results
 from .evaluate_loop import Evaluation
 from .evaluate_plan import EpisodeQueue, dataset_record, plan, stored_starts, variation_counts
 from .policies import PolicySource
+from .ranks import job_ranks
 
 
 def evaluate(config: EvaluateConfig, command: str | None = None) -> dict[str, Any]:
@@ -41,28 +45,38 @@ def evaluate(config: EvaluateConfig, command: str | None = None) -> dict[str, An
     header = {"record": "evaluation", "scored": config.scored_arguments(), "version": package_version(),
               "policy_identity": source.identity, "variation_counts": counts,
               "dataset": dataset_record(config, starts) or {}, "stored_episodes": starts or {}}
-    log = RunLog(out, header, [p.key for p in planned])
-    finished = False
-    try:
-        log.add_run(command or config.command(), config.num_envs)
-        run = Evaluation(config, env_config, source, log, len(planned))
-        done = {(e["task"], e["episode"], e.get("repeat", 0)) for e in log.log.episodes}
-        if done:
-            run.progress.say(f"resuming {out}: {len(done)} of {len(planned)} episodes are already there")
-        pending = EpisodeQueue((p for p in planned if p.key[:3] not in done),
-                               pinned=backend_class(config.backend).task_change_reason is not None)
+    keys = [p.key for p in planned]
+    with job_ranks() as ranks:
+        log = RunLog(out, header, keys, ranks.rank, ranks.world) if ranks.first else None  # writes the first record
+        ranks.barrier()
+        log = log or RunLog(out, header, keys, ranks.rank, ranks.world)
+        ranks.barrier()  # every rank has read the log before any appends its run record: they share its number
+        world = OtherRanks(out, ranks.world) if ranks.first and ranks.world > 1 else None
+        finished = False
         try:
-            while pending:
-                run.run(pending)
-            finished = True
-        finally:
-            run.show("done" if finished else "stopped")
-            run.progress.stop()
-    finally:
-        log.close(finished)
-        if not finished:  # the log is what counts; results written where the disk still takes them
+            log.add_run(command or config.command(), config.num_envs)
+            run = Evaluation(config if ranks.first else replace(config, progress=False), env_config, source, log,
+                             len(planned), world)
+            done = {(e["task"], e["episode"], e.get("repeat", 0)) for e in log.log.episodes}
+            if done:
+                run.progress.say(f"resuming {out}: {len(done)} of {len(planned)} episodes are already there")
+            pending = EpisodeQueue(ranks.mine([p for p in planned if p.key[:3] not in done]),
+                                   pinned=backend_class(config.backend).task_change_reason is not None)
             try:
-                write_results(out, read_log(out))
-            except Exception:  # the error that stopped the run is the one to report
-                pass
-    return write_results(out, read_log(out))
+                while pending:
+                    run.run(pending)
+                # every rank's episodes are in the logs; rank 0's bar shows the world's until then
+                ranks.barrier(tick=(lambda: run.show("waiting for the other ranks")) if ranks.first else None)
+                finished = True
+            finally:
+                run.show("done" if finished else "stopped")
+                run.progress.stop()
+        finally:
+            log.close(finished)
+            if not finished and ranks.first:  # the log is what counts; results written where the disk still takes them
+                try:
+                    write_results(out, read_log(out))
+                except Exception:  # the error that stopped the run is the one to report
+                    pass
+        ranks.barrier()  # every rank's log is closed (its end record written)
+        return write_results(out, read_log(out)) if ranks.first else results_of(read_log(out))

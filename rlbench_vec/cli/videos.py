@@ -13,6 +13,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from ..distributed import RankInfo
 from ..worker.video import video_prefix
 from .runs import stop_if_disk_full
 
@@ -41,7 +42,8 @@ class Videos:
     def __init__(self, out: Path, count: int):
         self.count = count
         self.folder = out / "videos"
-        self.raw = self.folder / "scratch"
+        rank = RankInfo.from_env().rank
+        self.raw = self.folder / ("scratch" if rank == 0 else f"scratch.rank{rank}")  # each rank's own, under torchrun
         self.order: dict[int, list[Any]] = collections.defaultdict(list)  # per env, the episodes it started
         self.recorded: set[Any] = set()
         if self.wanted:

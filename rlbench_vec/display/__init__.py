@@ -1,6 +1,6 @@
 """X displays for simulators that render through GLX (CoppeliaSim 4.1 has no EGL), with a start-up
 self-test of the OpenGL renderer a GLX client really gets on them (`glcheck`), on own Xvfb servers
-(`xvfb`). This module chooses and opens a worker's display; it may import errors, `wire` and its own
+(`xvfb`). This module chooses and opens a worker's display; it may import errors, distributed, `wire` and its own
 modules, never the engine, the worker side, a backend or a renderer.
 
 GPU rendering with no X server on the GPU: inside a plain Xvfb, a GLX client whose environment
@@ -16,7 +16,7 @@ Settings (VectorConfig.display; a list gives one per worker):
   "xvfb-cpu"  own Xvfb, Mesa's llvmpipe on the CPU
   "shared"    the existing $DISPLAY, for every worker
   ":0.1"      that display (e.g. an X server on a GPU)
-With several GPUs, worker i renders on GPU i mod their count.
+With several GPUs, worker i renders on GPU i mod their count (under torchrun, of its local rank's share of them).
 
 Each own Xvfb accepts only clients holding its MIT cookie (-auth, a private Xauthority file exported
 to its worker as XAUTHORITY). Use from the engine:
@@ -36,6 +36,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..distributed import share_of_rank
 from ..errors import BackendUnavailableError, ConfigError
 from .glcheck import NVIDIA_GLX, GLInfo, NvidiaGpu, nvidia_glx_library, nvidia_gpus, probe_gl
 from .xvfb import Display, start_xvfb, xvfb_path
@@ -133,7 +134,8 @@ def _set_up_gl(display: Display, mode: str, worker_index: int) -> None:
     missing = _missing_for_gpu(gpus, nvidia_glx_library())
     if not missing:
         try:
-            _use_gpu(display, gpus, gpus[worker_index % len(gpus)])
+            mine = share_of_rank(len(gpus))  # under torchrun, this local rank's GPUs
+            _use_gpu(display, gpus, gpus[mine[worker_index % len(mine)]])
             return
         except BackendUnavailableError as error:
             missing = [str(error)]
