@@ -16,6 +16,7 @@ from gymnasium.vector.utils import batch_space
 
 from rlbench_vec import CAMERAS, EnvConfig, RLBenchVectorEnv
 from rlbench_vec.config import ARM_MODES, GRIPPER_MODES
+from rlbench_vec.errors import ConfigError
 from rlbench_vec.spec import (
     QUATERNION,
     WORKSPACE_HIGH,
@@ -45,6 +46,20 @@ def test_bounds_are_finite_and_samples_are_inside_them(arm_mode, absolute, gripp
         np.testing.assert_allclose(np.linalg.norm(samples[:, QUATERNION], axis=1), 1.0, atol=1e-5)
         if absolute:
             assert (samples[:, :3] >= WORKSPACE_LOW - 1e-6).all() and (samples[:, :3] <= WORKSPACE_HIGH + 1e-6).all()
+
+
+def test_ignore_collisions_flag_adds_peract_9th_number_in_the_pose_modes():
+    for arm_mode in ("ik", "planning"):
+        flagged = EnvConfig(task="reach_target", backend="mujoco", arm_mode=arm_mode, ignore_collisions_flag=True)
+        low, high = action_bounds(flagged.validated())
+        plain_low, plain_high = action_bounds(config(arm_mode, True))
+        assert low.shape == (9,) and (low[8], high[8]) == (0.0, 1.0)  # x y z, quaternion xyzw, gripper, ignore
+        np.testing.assert_array_equal(np.stack([low[:8], high[:8]]), np.stack([plain_low, plain_high]))
+        space = action_space(flagged.validated())
+        space.seed(0)
+        assert all(space.contains(space.sample()) for _ in range(50))
+    with pytest.raises(ConfigError, match="ignore_collisions_flag adds PerAct's 9th action number to the pose"):
+        EnvConfig(arm_mode="joint_velocity", ignore_collisions_flag=True).validated()
 
 
 def test_the_batched_space_samples_valid_rows_and_keeps_the_bounds():

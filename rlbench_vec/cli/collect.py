@@ -39,7 +39,7 @@ from ..datasets.lerobot_format import LeRobotOptions
 from ..datasets.writers import FORMATS, Episode, WriterOptions, WriterPool, store_rlbench
 from ..errors import WorkerError
 from ..vector_env import RLBenchVectorEnv
-from . import ArgumentParser, non_negative, positive
+from . import ArgumentParser, add_ignore_collisions_flag, non_negative, positive
 from .collect_config import DATASET_ARGUMENTS, CollectConfig, checked_variations, known_variation_count
 from .runs import (
     ProgressBar,
@@ -296,6 +296,7 @@ def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
                         help="default: rgb depth mask; lerobot: rgb")
     parser.add_argument("--arm_mode", default=default.arm_mode, choices=ARM_MODES)
     parser.add_argument("--absolute_mode", type=int, default=1, choices=(0, 1))
+    add_ignore_collisions_flag(parser)
     parser.add_argument("--gripper_mode", default=default.gripper_mode, choices=GRIPPER_MODES)
     parser.add_argument("--max_episode_steps", type=positive, default=default.max_episode_steps)
     parser.add_argument("--backend_options", type=json.loads, default={}, help="JSON")

@@ -48,7 +48,7 @@ class EvaluateConfig:
     (datasets.stored_episodes: episode k of a task is its k-th stored one, with its variation and start; episodes
     caps how many; its identity is scored). repeats: the whole evaluation this many times over the same episodes,
     each repeat with its own seeds (results give each repeat, the mean and the standard deviation).
-    ignore_collisions_flag: pose arm modes take a 9th number, PerAct's ignore_collisions (EnvConfig's, issue 50).
+    ignore_collisions_flag: pose arm modes take a 9th number, PerAct's ignore_collisions (EnvConfig's).
     The flags' `--protocol peract` sets PROTOCOLS["peract"] (EvaluateConfig.of_protocol)."""
 
     policy: str = "oracle"
@@ -140,7 +140,8 @@ def checked(config: EvaluateConfig) -> tuple[EvaluateConfig, EnvConfig]:
     env = EnvConfig(task=config.tasks, backend=config.backend, cameras=config.cameras, image_size=config.image_size,
                     modalities=config.modalities, arm_mode=config.arm_mode, absolute_mode=config.absolute_mode,
                     gripper_mode=config.gripper_mode, max_episode_steps=config.max_steps, renderer=config.renderer,
-                    misc=True, backend_options=options, **collision_flag(config.ignore_collisions_flag)).validated()
+                    misc=True, backend_options=options,
+                    ignore_collisions_flag=config.ignore_collisions_flag).validated()
     backend = backend_class(env.backend)
     known = backend.task_names()
     for task in config.tasks:
@@ -154,12 +155,6 @@ def checked(config: EvaluateConfig) -> tuple[EvaluateConfig, EnvConfig]:
     every_task = replace(env, task=config.tasks)
     room = task_state_size(every_task) if "task_low_dim_state" in low_dim_fields(every_task) else None
     return replace(config, backend=env.backend), replace(env, task=config.tasks, task_low_dim_size=room)
-
-
-def collision_flag(wanted: bool) -> dict[str, Any]:
-    """EnvConfig's ignore_collisions_flag where EnvConfig has it (issue 50). PLACEHOLDER until then: no field, the
-    env takes 8 numbers, and a YARR agent's 9th (ignore_collisions) is dropped (cli/yarr.py)."""
-    return {"ignore_collisions_flag": wanted} if "ignore_collisions_flag" in EnvConfig.__dataclass_fields__ else {}
 
 
 def for_envs(env: EnvConfig, tasks: list[str]) -> EnvConfig:

@@ -15,7 +15,7 @@ from ..backends import backend_class
 from ..config import EnvConfig, VectorConfig, integer
 from ..distributed import rank_seed
 from ..errors import ActionError, ConfigError
-from ..spec import task_state_size
+from ..spec import gripper_index, task_state_size
 from ..task_names import snake_case
 from ..wire.protocol import dumps
 
@@ -46,10 +46,11 @@ def actions(values: Any, count: int, chunked: bool, max_chunk: int, config: EnvC
     if not math.isfinite(np.add.reduce(array, axis=None)) and not np.isfinite(array).all():  # overflows rarely
         rows = sorted({int(r) for r in np.argwhere(~np.isfinite(array))[:, 0]})
         raise ActionError(f"actions contain NaN or inf (rows {rows}); send finite values.")
-    gripper = array[..., -1]
-    if np.minimum.reduce(gripper, axis=None) < low[-1] or np.maximum.reduce(gripper, axis=None) > high[-1]:
+    g = gripper_index(config)
+    gripper = array[..., g]
+    if np.minimum.reduce(gripper, axis=None) < low[g] or np.maximum.reduce(gripper, axis=None) > high[g]:
         array = array.copy()
-        np.clip(array[..., -1], low[-1], high[-1], out=array[..., -1])
+        np.clip(array[..., g], low[g], high[g], out=array[..., g])
     return array
 
 

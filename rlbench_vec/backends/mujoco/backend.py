@@ -14,6 +14,11 @@ backend_options:
   oracle (bool)     each step acts the task's waypoint oracle's next action for the episode (the action
                     given is checked, then ignored): the upper bound `rlbench_vec.evaluate --policy oracle`
                     scores. An oracle out of waypoints ends the episode (info["oracle_exhausted"]).
+  arm_mode "planning" only (see actions.py; RLBench's EndEffectorPoseViaPlanning):
+  collision_checking         (bool) without ignore_collisions_flag: every move is collision-checked and
+                             planned around obstacles (default False, as RLBench's constructor)
+  retry_ignoring_collisions  (bool) PerAct's fork: where no collision-free path exists, the straight one
+  clip_to_workspace          (bool) RVT's EndEffectorPoseViaPlanning2: the target clipped into the workspace
 
 Renderer: config.renderer, else $MUJOCO_GL, else "egl" where an NVIDIA GPU is visible and "osmesa"
 otherwise. egl and osmesa are headless; glfw needs an X display (the engine then starts Xvfb).
@@ -37,7 +42,8 @@ from .scene import offscreen_size
 from .tasks import TASKS, Task, find_task
 
 RENDERERS = ("egl", "osmesa", "glfw")
-OPTIONS = ("variation", "oracle", "shaped_rewards", "dense_rewards")
+PLANNING_OPTIONS = ("collision_checking", "retry_ignoring_collisions", "clip_to_workspace")
+OPTIONS = ("variation", "oracle", "shaped_rewards", "dense_rewards", *PLANNING_OPTIONS)
 MAX_OFFSCREEN = 16384  # GL_MAX_RENDERBUFFER_SIZE of Mesa's llvmpipe (GPUs allow at least as much)
 DEMO_ATTEMPTS = 10  # fresh episodes tried per demo before one is returned unsuccessful, like RLBench
 
@@ -145,6 +151,15 @@ def check_dense_rewards(task: type[Task], options: Mapping[str, Any], backend: s
                           "unset (reward 1.0 on success).")
 
 
+def check_planning_options(config: EnvConfig) -> None:
+    """The planning options: flags, and only with arm_mode 'planning'."""
+    for name in PLANNING_OPTIONS:
+        if name in config.backend_options and flag(f"mujoco backend_options[{name!r}]", config.backend_options[name]) \
+                and config.arm_mode != "planning":
+            raise ConfigError(f"backend_options[{name!r}] applies to arm_mode='planning' (RLBench's planner), not "
+                              f"{config.arm_mode!r}.")
+
+
 def check_oracle_option(config: EnvConfig) -> None:
     """backend_options["oracle"] plans one action per waypoint, each run to its end: rlbench timing only."""
     if config.backend_options.get("oracle") and config.action_timing != "rlbench":
@@ -177,6 +192,7 @@ class MujocoBackend(Backend):
         check_shaped_rewards(task, config.backend_options, cls.name)
         check_dense_rewards(task, config.backend_options, cls.name)
         check_oracle_option(config)
+        check_planning_options(config)
         renderer = resolve_renderer(config)
         if renderer not in RENDERERS:
             source = "renderer" if config.renderer else "MUJOCO_GL"

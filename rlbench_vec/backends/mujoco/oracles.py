@@ -77,7 +77,7 @@ def oracle_actions(waypoints: Sequence[Waypoint], panda: Panda, executor: Action
         for index, (position, quat) in enumerate(targets):
             if executor.pose_mode:
                 moved = True
-                yield np.append(executor.encode_pose(position, quat), gripper).astype(np.float32)
+                yield executor.pose_action(position, quat, gripper, waypoint.touches)
                 continue
             goal = panda.kinematics.solve_near(panda.qpos, position, quat).qpos
             tolerance = JOINT_TOLERANCE if index == len(targets) - 1 else PASSING_TOLERANCE

@@ -60,6 +60,7 @@ class Simulation:
         self.dense: DenseReward | None = None  # backend_options["dense_rewards"]: the variation's dense_reward()
         self.panda = Panda(self.model, self.data)
         self.executor = ActionExecutor(config, self.panda)
+        self.executor.succeeded = self.success.met
         self.renderer = renderer
         self._owns_renderer = renderer is None
         if renderer is None and config.cameras and config.modalities:
@@ -136,7 +137,7 @@ class Simulation:
         try:
             self.executor.apply(action)
         except InvalidAction as error:
-            return StepResult(0.0, True, {"error": f"InvalidActionError: {error}", "invalid_action": True})
+            return StepResult(0.0, True, {"error": f"{error.kind}: {error}", "invalid_action": True})
         mujoco.mj_forward(self.model, self.data)  # positions, sites and contacts of the new state
         success = self.success.met()
         if self.dense is not None:

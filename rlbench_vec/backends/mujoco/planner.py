@@ -1,0 +1,164 @@
+"""RLBench's EndEffectorPoseViaPlanning in the embedded scene: a joint-space path to a pose target, checked
+with MuJoCo's own collision test and, where the straight path collides, planned by OMPL's RRTConnect.
+
+As PyRep's get_path (called by RLBench with trials=100, max_configs=10, max_time_ms=10, trials_per_goal=5):
+IK configurations for the target, the straight (linear) path first, then a sampling planner in joint space
+towards the configurations. Here the straight path is the tool's straight line (the joint-space move where IK
+cannot follow the line); RRTConnect gets TRIALS runs of TRIAL_TIME_S each (more than RLBench's 10 ms: the
+validity test is a Python callback, about 10x slower than CoppeliaSim's). A state collides where a robot geom
+penetrates a scene geom deeper than PENETRATION, except bodies the robot touches when the move starts (a
+grasped object, a pressed button, a held handle: the move away from them is what was asked). A grasped object
+is not carried in the test (PyRep checks the robot's collection). Imports mujoco and ompl: worker only.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from ...spec import PANDA_Q_MAX, PANDA_Q_MIN
+from .robot import Panda
+
+MAX_CONFIGS = 4  # IK configurations of the target tried by the planner (RLBench: 10)
+CONFIG_SEEDS = 12  # random IK starts drawn to find them
+DISTINCT_CONFIG = 0.3  # rad: configurations closer than this (largest joint difference) count as one
+TRIALS = 5  # RRTConnect runs (RLBench: trials_per_goal=5)
+TRIAL_TIME_S = 0.05
+CHECK_STEP = 0.04  # rad: a path is checked at least this densely (largest joint move between checks)
+PENETRATION = 0.002  # m: a deeper robot-scene contact collides (resting contacts are shallower)
+PLAN_SEED = 0  # the planner's randomness: the same state and target give the same path
+
+
+_seeded = False
+
+
+class NoPath(Exception):
+    """No collision-free path to the target (RLBench's ConfigurationPathError)."""
+
+
+class CollisionTest:
+    """MuJoCo's collision test of arm configurations against the scene as it is when a move starts, on a scratch
+    MjData (the simulation is never disturbed)."""
+
+    def __init__(self, panda: Panda):
+        model = panda.model
+        self.model, self.live, self.panda = model, panda.data, panda
+        self.scratch = mujoco.MjData(model)
+        root = model.body("panda_link0").id
+        robot_bodies = np.flatnonzero(model.body_rootid == root)
+        self.robot_geom = np.isin(model.geom_bodyid, robot_bodies)
+        self.allowed = np.zeros(0, int)
+
+    def start(self) -> None:
+        """Take the scene as it is now; the bodies the robot touches now are allowed."""
+        self.scratch.qpos[:] = self.live.qpos
+        self.allowed = np.zeros(0, int)
+        self.allowed = self._touched(self.panda.qpos, depth=-np.inf)
+
+    def _touched(self, q: np.ndarray, depth: float) -> np.ndarray:
+        """Scene bodies a robot geom touches at q deeper than `depth` (metres, negative)."""
+        data = self.scratch
+        data.qpos[self.panda.arm_qpos_adr] = q
+        mujoco.mj_kinematics(self.model, data)
+        mujoco.mj_collision(self.model, data)
+        n = data.ncon
+        if n == 0:
+            return np.zeros(0, int)
+        g1, g2 = data.contact.geom1[:n], data.contact.geom2[:n]
+        r1, r2 = self.robot_geom[g1], self.robot_geom[g2]
+        other = self.model.geom_bodyid[np.where(r1, g2, g1)]
+        hit = (r1 != r2) & (data.contact.dist[:n] < depth) & ~np.isin(other, self.allowed)
+        return np.unique(other[hit])
+
+    def free(self, q: np.ndarray) -> bool:
+        return len(self._touched(q, -PENETRATION)) == 0
+
+    def path_free(self, points: list[np.ndarray]) -> bool:
+        """Whether every configuration along the piecewise-linear joint path (checked CHECK_STEP apart) is free."""
+        for a, b in zip(points, points[1:]):
+            count = max(1, int(np.ceil(np.max(np.abs(b - a)) / CHECK_STEP)))
+            if not all(self.free(a + (b - a) * (i / count)) for i in range(1, count + 1)):
+                return False
+        return True
+
+
+class Planner:
+    def __init__(self, panda: Panda):
+        self.panda = panda
+        self.test = CollisionTest(panda)
+
+    def configurations(self, position: np.ndarray, quat: np.ndarray, first: np.ndarray) -> list[np.ndarray]:
+        """Up to MAX_CONFIGS distinct IK configurations of the target, `first` (the one nearest the arm) first."""
+        kinematics, rng = self.panda.kinematics, np.random.default_rng(PLAN_SEED)
+        found = [first]
+        for _ in range(CONFIG_SEEDS):
+            if len(found) >= MAX_CONFIGS:
+                break
+            result = kinematics.solve(rng.uniform(PANDA_Q_MIN, PANDA_Q_MAX), position, quat)
+            if result.converged and all(np.max(np.abs(result.qpos - q)) > DISTINCT_CONFIG for q in found):
+                found.append(result.qpos)
+        return found
+
+    def around(self, straight: list[np.ndarray], position: np.ndarray, quat: np.ndarray,
+               goal: np.ndarray) -> list[np.ndarray]:
+        """The straight path where it is free, else a collision-free one (RRTConnect) to a configuration of the
+        target; NoPath where there is none."""
+        start = self.panda.qpos.copy()
+        self.test.start()
+        if self.test.path_free([start, *straight]):
+            return straight
+        goals = [q for q in self.configurations(position, quat, goal) if self.test.free(q)]
+        if not goals:
+            raise NoPath("every IK configuration of the target collides with the scene")
+        for q in goals:  # a configuration the arm reaches by a plain joint move
+            if self.test.path_free([start, q]):
+                return [q]
+        path = self._rrt_connect(start, goals)
+        if path is None:
+            raise NoPath(f"RRTConnect found no collision-free path in {TRIALS} trials of {TRIAL_TIME_S * 1000:.0f} "
+                         f"ms to {len(goals)} configurations of the target")
+        return path
+
+    def _rrt_connect(self, start: np.ndarray, goals: list[np.ndarray]) -> list[np.ndarray] | None:
+        from ompl import base as ob
+        from ompl import geometric as og
+        from ompl import util as ou
+
+        global _seeded
+        ou.setLogLevel(ou.LogLevel.LOG_NONE)
+        if not _seeded:  # OMPL's seed is process-wide and can be set once, before its first draw
+            ou.RNG.setSeed(PLAN_SEED + 1)
+            _seeded = True
+        space = ob.RealVectorStateSpace(len(start))
+        bounds = ob.RealVectorBounds(len(start))
+        for i, (low, high) in enumerate(zip(PANDA_Q_MIN, PANDA_Q_MAX)):
+            bounds.setLow(i, float(low))
+            bounds.setHigh(i, float(high))
+        space.setBounds(bounds)
+        setup = og.SimpleSetup(space)
+        setup.setStateValidityChecker(lambda state: self.test.free(np.array([state[i] for i in range(len(start))])))
+        info = setup.getSpaceInformation()
+        info.setStateValidityCheckingResolution(CHECK_STEP / space.getMaximumExtent())
+        first = space.allocState()
+        for i, value in enumerate(start):
+            first[i] = float(value)
+        setup.setStartState(first)
+        targets = ob.GoalStates(info)
+        for goal in goals:
+            state = space.allocState()
+            for i, value in enumerate(goal):
+                state[i] = float(value)
+            targets.addState(state)
+        setup.setGoal(targets)
+        setup.setPlanner(og.RRTConnect(info))
+        for _ in range(TRIALS):
+            setup.solve(TRIAL_TIME_S)
+            if setup.haveExactSolutionPath():
+                setup.simplifySolution(TRIAL_TIME_S)
+                path = setup.getSolutionPath()
+                points = [np.array([path.getState(k)[i] for i in range(len(start))])
+                          for k in range(path.getStateCount())]
+                if self.test.path_free([start, *points[1:]]):
+                    return points[1:]
+            setup.clear()
+        return None
