@@ -79,7 +79,8 @@ class ActionExecutor:
         self.clip_to_workspace = bool(options.get("clip_to_workspace", False))
         self.planner = Planner(panda) if config.arm_mode == "planning" else None
         self.succeeded: Callable[[], bool] | None = None  # planning: the path stops once this holds (the task's)
-        self.planning_s, self.plans = 0.0, 0  # host time spent choosing paths, and how many were chosen
+        self.planning_s: dict[str, list[float]] = {}  # host seconds per path chosen, by how (Planner.last; unchecked)
+        self.waypoint_ignores_collisions = False  # an oracle's: its current waypoint's mark (demos record it)
 
     def apply(self, action: np.ndarray) -> None:
         action = np.asarray(action, dtype=np.float64)
@@ -97,8 +98,11 @@ class ActionExecutor:
             path = self._ik_goal(position, quat)  # raises when the target itself is unreachable
             if self.planner is not None:
                 check = not ignore_collisions if self.config.ignore_collisions_flag else self.collision_checking
-                path = self._planned(position, quat, path[0], check)
-                self.planning_s, self.plans = self.planning_s + time.perf_counter() - started, self.plans + 1
+                self.planner.last = "unchecked"
+                try:
+                    path = self._planned(position, quat, path[0], check)
+                finally:
+                    self.planning_s.setdefault(self.planner.last, []).append(time.perf_counter() - started)
         if self.fixed:
             self.panda.set_gripper_goal(opening)
         arrived = True

@@ -51,12 +51,12 @@ class CollisionTest:
 
     def start(self) -> None:
         """Take the scene as it is now; the bodies the robot touches now are allowed."""
-        self.scratch.qpos[:] = self.live.qpos
+        mujoco.mj_copyData(self.scratch, self.model, self.live)  # qpos, and mocap bodies placed by the task
         self.allowed = np.zeros(0, int)
-        self.allowed = self._touched(self.panda.qpos, depth=-np.inf)
+        self.allowed = self._touched(self.panda.qpos, depth=np.inf)
 
     def _touched(self, q: np.ndarray, depth: float) -> np.ndarray:
-        """Scene bodies a robot geom touches at q deeper than `depth` (metres, negative)."""
+        """Scene bodies a robot geom touches at q, closer than `depth` (metres; negative: penetrating)."""
         data = self.scratch
         data.qpos[self.panda.arm_qpos_adr] = q
         mujoco.mj_kinematics(self.model, data)
@@ -70,8 +70,12 @@ class CollisionTest:
         hit = (r1 != r2) & (data.contact.dist[:n] < depth) & ~np.isin(other, self.allowed)
         return np.unique(other[hit])
 
+    def touched(self, q: np.ndarray) -> np.ndarray:
+        """The scene bodies the robot collides with at q."""
+        return self._touched(q, -PENETRATION)
+
     def free(self, q: np.ndarray) -> bool:
-        return len(self._touched(q, -PENETRATION)) == 0
+        return len(self.touched(q)) == 0
 
     def path_free(self, points: list[np.ndarray]) -> bool:
         """Whether every configuration along the piecewise-linear joint path (checked CHECK_STEP apart) is free."""
@@ -86,6 +90,7 @@ class Planner:
     def __init__(self, panda: Panda):
         self.panda = panda
         self.test = CollisionTest(panda)
+        self.last = "straight"  # how the last path was found: straight, joint (a plain joint move), rrt
 
     def configurations(self, position: np.ndarray, quat: np.ndarray, first: np.ndarray) -> list[np.ndarray]:
         """Up to MAX_CONFIGS distinct IK configurations of the target, `first` (the one nearest the arm) first."""
@@ -105,14 +110,19 @@ class Planner:
         target; NoPath where there is none."""
         start = self.panda.qpos.copy()
         self.test.start()
+        self.last = "straight"
         if self.test.path_free([start, *straight]):
             return straight
-        goals = [q for q in self.configurations(position, quat, goal) if self.test.free(q)]
+        configurations = self.configurations(position, quat, goal)
+        goals = [q for q in configurations if self.test.free(q)]
         if not goals:
-            raise NoPath("every IK configuration of the target collides with the scene")
+            hit = {self.panda.model.body(int(b)).name for q in configurations for b in self.test.touched(q)}
+            raise NoPath(f"every IK configuration of the target collides with the scene ({', '.join(sorted(hit))})")
         for q in goals:  # a configuration the arm reaches by a plain joint move
             if self.test.path_free([start, q]):
+                self.last = "joint"
                 return [q]
+        self.last = "rrt"
         path = self._rrt_connect(start, goals)
         if path is None:
             raise NoPath(f"RRTConnect found no collision-free path in {TRIALS} trials of {TRIAL_TIME_S * 1000:.0f} "
