@@ -36,18 +36,15 @@ def measure(task: str, policy: str, episodes: int, max_steps: int, image_size: i
     try:
         for seed in range(episodes):
             backend.reset(seed, None)
-            result = None
-            for step in range(1, max_steps + 1):
-                result = backend.step(np.zeros(9, np.float32))
-                if result.terminated:
-                    break
-            assert result is not None
+            taken, result = 1, backend.step(np.zeros(9, np.float32))
+            while not result.terminated and taken < max_steps:
+                taken, result = taken + 1, backend.step(np.zeros(9, np.float32))
             success = result.reward >= 1.0
             solved += success
-            steps.append(step)
+            steps.append(taken)
             if not success:
                 failures[seed] = result.info.get("error") or ("no keyframes left" if result.info.get(
-                    "oracle_exhausted") else f"not solved in {step} steps")
+                    "oracle_exhausted") else f"not solved in {taken} steps")
         costs = backend.sim.executor.planning_s
     finally:
         backend.close()
