@@ -1,5 +1,5 @@
 """The keyframe policy (backend_options["keyframes"]): each episode's own oracle demo, recorded as RLBench
-records demos (a frame per 0.05 s control step: the oracle in joint_position mode), reduced to PerAct's keyframes
+records demos (a frame per 0.05 s control step of the planned paths), reduced to PerAct's keyframes
 (datasets/keypoints.py) and acted through the env's pose arm mode with each keyframe's gripper state and
 ignore_collisions (the frame before it: PerAct's). The upper bound of a keyframe agent trained on these demos.
 The demo runs on the episode's own simulation, which is then put back exactly as it was."""
@@ -17,13 +17,16 @@ from ...datasets.keypoints import keypoint_discovery
 from .actions import ActionExecutor, InvalidAction
 from .oracles import gripper_value, oracle_actions
 
-MAX_DEMO_STEPS = 1000  # control steps (50 s) a dense demo may take
+MAX_DEMO_STEPS = 2000  # frames a dense demo may take
 
 
 def dense_demo(sim: Any) -> dict[str, np.ndarray]:
-    """The oracle's demo of the current episode, a frame per control step: gripper pose (position, quaternion
-    wxyz), gripper_open, joint velocities and ignore_collisions (the mark of the waypoint moved to)."""
-    config = replace(sim.config, arm_mode="joint_position", absolute_mode=True, ignore_collisions_flag=False,
+    """The oracle's demo of the current episode as RLBench records one: its waypoints acted in planning mode
+    (each move marked by its waypoint's ignore_collisions), a frame after every control step of each path and
+    after each gripper change, through all the waypoints (success is judged after the last). Frames hold the
+    gripper pose (position, quaternion wxyz), gripper_open, joint velocities and ignore_collisions (the mark of
+    the waypoint moved to)."""
+    config = replace(sim.config, arm_mode="planning", absolute_mode=True, ignore_collisions_flag=True,
                      backend_options={})
     executor, panda = ActionExecutor(config, sim.panda), sim.panda
     saved, rgba = mujoco.MjData(sim.model), sim.model.geom_rgba.copy()
@@ -31,18 +34,21 @@ def dense_demo(sim: Any) -> dict[str, np.ndarray]:
     gripper = (panda.gripper_setpoint, panda.gripper_goal, panda.gripper_moving, panda.gripper_steps)
     frames: dict[str, list] = {"position": [], "quat": [], "gripper_open": [], "velocities": [], "ignore": []}
 
-    def record(mark: bool) -> None:
+    def record() -> bool:
         position, quat, _ = panda.tcp_pose()
-        for key, value in zip(frames, (position, quat, panda.gripper_open, panda.qvel.copy(), float(mark))):
+        values = (position, quat, panda.gripper_open, panda.qvel.copy(), float(executor.waypoint_ignores_collisions))
+        for key, value in zip(frames, values):
             frames[key].append(value)
+        return False  # as the path's stop test: never stops it
 
-    record(False)
+    executor.succeeded = record  # called after every control step of a path
+    record()
     try:
         for action in oracle_actions(sim.task.oracle(sim.world, sim.variation), panda, executor):
             executor.apply(action)
             mujoco.mj_forward(sim.model, sim.data)
-            record(executor.waypoint_ignores_collisions)
-            if sim.success.met() or len(frames["position"]) > MAX_DEMO_STEPS:
+            record()
+            if len(frames["position"]) > MAX_DEMO_STEPS:
                 break
     except InvalidAction:
         pass  # the demo ends where its oracle failed: its keyframes so far
