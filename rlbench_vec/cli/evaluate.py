@@ -79,7 +79,9 @@ def _parser() -> ArgumentParser:
     parser.add_argument("--protocol", default=None, choices=tuple(PROTOCOLS),
                         help=f"a paper's settings as the defaults of their flags: peract: {_protocol_help('peract')}")
     parser.add_argument("--policy", default=default.policy,
-                        help="oracle, random, FILE.py:NAME or package.module:NAME (a factory: docs/evaluate.md)")
+                        help="oracle, keyframes (mujoco: the keyframes of each episode's oracle demo), random, "
+                             "FILE.py:NAME "
+                             "or package.module:NAME (a factory: docs/evaluate.md)")
     parser.add_argument("--policy_args", type=_json_object, default={},
                         help="JSON object: the factory's keyword arguments (scored), e.g. "
                              "'{\"checkpoint\": \"model.pt\"}'")

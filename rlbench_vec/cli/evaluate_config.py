@@ -16,7 +16,7 @@ from ..spec import low_dim_fields, task_state_size
 from ..task_names import SUITES, env_tasks, task_list
 from .runs import command_line
 
-POLICIES = ("oracle", "random")  # besides FILE.py:NAME and package.module:NAME
+POLICIES = ("oracle", "keyframes", "random")  # besides FILE.py:NAME and package.module:NAME
 # Arguments that decide each episode's outcome: a resumed --out must repeat them (with the package version and
 # the policy's identity: evaluate_folder).
 SCORED_ARGUMENTS = ("tasks", "episodes", "variations", "seed", "backend", "policy", "policy_args", "arm_mode",
@@ -36,7 +36,8 @@ class EvaluateConfig:
     """What to score and how; the flags of `python -m rlbench_vec.evaluate` have the same names.
 
     policy: "oracle" (the task's waypoint oracle acting through the env's actions; on rlbench RLBench's own waypoints,
-    arm_mode "planning" or "ik"), "random"
+    arm_mode "planning" or "ik"), "keyframes" (mujoco: each episode's own oracle demo reduced to PerAct's keyframes,
+    acted through the pose arm mode: the upper bound of a keyframe agent trained on these demos), "random"
     (action_space samples), or "FILE.py:NAME" / "package.module:NAME", a factory of the agent (docs/evaluate.md).
     tasks: names, or a suite (SUITES). episodes: per task. variations: the variations episodes cycle through
     (None: all of the task's, episode k gets variation k mod their count). seed: the base of every episode's reset
@@ -106,6 +107,9 @@ def checked(config: EvaluateConfig) -> tuple[EvaluateConfig, EnvConfig]:
     if config.policy == "oracle" and resolve_backend(config.backend) == "synthetic":
         raise ConfigError("--policy oracle acts a task's waypoints, and the synthetic backend's tasks have none: "
                           "use --backend mujoco, mjwarp or rlbench for the oracle's table, or another policy.")
+    if config.policy == "keyframes" and resolve_backend(config.backend) != "mujoco":
+        raise ConfigError("--policy keyframes reduces each episode's own oracle demo to keyframes, which the mujoco "
+                          "backend records: use --backend mujoco.")
     if "variation" in config.backend_options:
         raise ConfigError("backend_options['variation'] is set per episode by the evaluation; use --variations.")
     if config.episodes_from is not None and config.variations is not None:
@@ -132,8 +136,8 @@ def checked(config: EvaluateConfig) -> tuple[EvaluateConfig, EnvConfig]:
                      policy_args=json.loads(json.dumps(dict(config.policy_args))),
                      episodes_from=None if config.episodes_from is None else str(Path(config.episodes_from).resolve()))
     options = dict(config.backend_options)
-    if config.policy == "oracle":
-        options["oracle"] = True
+    if config.policy in ("oracle", "keyframes"):
+        options[config.policy] = True
     if config.episodes_from is not None and resolve_backend(config.backend) == "rlbench":
         options["dataset_root"] = config.episodes_from  # RLBench's get_demos reads the stored episodes there
     # misc: every policy gets the cameras' matrices (a few numbers per camera)
