@@ -1,10 +1,10 @@
-"""PerAct's keypoint discovery (rlbench_vec.datasets.keypoints) on a synthetic demo whose keyframes are known."""
+"""PerAct's keypoint discovery (rlbench_vec.backends.keypoints) on a synthetic demo whose keyframes are known."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from rlbench_vec.datasets.keypoints import STOPPING_BUFFER, keypoint_discovery
+from rlbench_vec.backends.keypoints import STOPPING_BUFFER, keypoint_discovery
 
 
 def test_keyframes_are_gripper_changes_rests_and_the_last_frame():

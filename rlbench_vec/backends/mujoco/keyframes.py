@@ -1,6 +1,6 @@
 """The keyframe policy (backend_options["keyframes"]): each episode's own oracle demo, recorded as RLBench
 records demos (a frame per 0.05 s control step of the planned paths), reduced to PerAct's keyframes
-(datasets/keypoints.py) and acted through the env's pose arm mode with each keyframe's gripper state and
+(backends/keypoints.py) and acted through the env's pose arm mode with each keyframe's gripper state and
 ignore_collisions (the frame before it: PerAct's). The upper bound of a keyframe agent trained on these demos.
 The demo runs on the episode's own simulation, which is then put back exactly as it was."""
 
@@ -13,7 +13,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from ...datasets.keypoints import keypoint_discovery
+from ..keypoints import keypoint_discovery
 from .actions import ActionExecutor, InvalidAction
 from .oracles import gripper_value, oracle_actions
 

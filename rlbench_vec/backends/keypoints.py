@@ -1,5 +1,7 @@
 """PerAct's keypoint discovery: the frames of a demo that a keyframe agent (PerAct, RVT, Act3D, ...) is trained
 to reach, from the gripper's state and the arm's joint velocities at each frame (RLBench records one per 0.05 s).
+Beside the backends because the mujoco backend's keyframe policy (mujoco/keyframes.py) reduces its demos with it;
+it works on any demo's arrays (rlbench_vec.datasets.read_episode's too).
 
 May import: numpy only."""
 
