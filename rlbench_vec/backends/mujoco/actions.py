@@ -154,6 +154,10 @@ class ActionExecutor:
 
     def _ik_goal(self, position: np.ndarray, quat: np.ndarray) -> list[np.ndarray]:
         result = self.panda.kinematics.solve_near(self.panda.qpos, position, quat)
+        if not result.converged and self.planner is not None:  # the planner samples configurations, as PyRep's
+            found = self.planner.configurations(position, quat, None)
+            if found:
+                return [min(found, key=lambda q: float(np.max(np.abs(q - self.panda.qpos))))]
         if not result.converged:
             raise InvalidAction(
                 f"IK found no joint configuration for position {np.round(position, 3).tolist()} "

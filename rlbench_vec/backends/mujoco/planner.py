@@ -92,10 +92,11 @@ class Planner:
         self.test = CollisionTest(panda)
         self.last = "straight"  # how the last path was found: straight, joint (a plain joint move), rrt
 
-    def configurations(self, position: np.ndarray, quat: np.ndarray, first: np.ndarray) -> list[np.ndarray]:
-        """Up to MAX_CONFIGS distinct IK configurations of the target, `first` (the one nearest the arm) first."""
+    def configurations(self, position: np.ndarray, quat: np.ndarray, first: np.ndarray | None) -> list[np.ndarray]:
+        """Up to MAX_CONFIGS distinct IK configurations of the target from random starts, after `first` (the one
+        nearest the arm) where given."""
         kinematics, rng = self.panda.kinematics, np.random.default_rng(PLAN_SEED)
-        found = [first]
+        found = [] if first is None else [first]
         for _ in range(CONFIG_SEEDS):
             if len(found) >= MAX_CONFIGS:
                 break
