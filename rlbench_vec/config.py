@@ -126,7 +126,9 @@ class EnvConfig:
     image_size is (width, height) as in RLBench; image arrays are (height, width, ...).
     low_dim: low-dim fields (None: the backend's default, see spec.low_dim_fields). misc: add each camera's extrinsics,
     intrinsics, near and far (RLBench's Observation.misc). arm_mode / absolute_mode / gripper_mode:
-    RLBench's MoveArmThenGripper. renderer: backend-specific (mujoco: osmesa, egl, glfw).
+    RLBench's MoveArmThenGripper. ignore_collisions_flag: in the pose arm modes the action gains a 9th number,
+    PerAct's ignore_collisions (> 0.5: that move runs without collision checking; else it follows the backend's
+    collision checking), as PerAct's RLBench fork. renderer: backend-specific (mujoco: osmesa, egl, glfw).
     action_timing: "rlbench" (an action runs until it is done: ik until the arm gets there, a gripper
     change until the fingers stop) or "fixed" (every action is one 0.05 s control step; the arm's target
     and the gripper's goal are kept until reached or replaced, and info["arm_moving"] /
@@ -147,6 +149,7 @@ class EnvConfig:
     depth_in_meters: bool = False
     arm_mode: str = "ik"
     absolute_mode: bool = True
+    ignore_collisions_flag: bool = False
     gripper_mode: str = "discrete"
     max_episode_steps: int = 200
     renderer: str | None = None
@@ -171,6 +174,7 @@ class EnvConfig:
             image_size=size, max_episode_steps=integer("max_episode_steps", self.max_episode_steps, 1),
             misc=flag("misc", self.misc), depth_in_meters=flag("depth_in_meters", self.depth_in_meters),
             absolute_mode=flag("absolute_mode", self.absolute_mode),
+            ignore_collisions_flag=flag("ignore_collisions_flag", self.ignore_collisions_flag),
             action_timing=choose("action_timing", self.action_timing, ACTION_TIMINGS),
             cameras=choose_all("camera", self.cameras, CAMERAS),
             modalities=choose_all("modality", self.modalities, MODALITIES),
@@ -187,6 +191,9 @@ class EnvConfig:
                 "action_timing='fixed' needs a simulator the env steps itself, one control step per action: "
                 "RLBench's action modes run each action until it is done (its own loop in CoppeliaSim), so the "
                 "rlbench backend runs action_timing='rlbench' only; use backend='mujoco' or 'mjwarp' for 'fixed'.")
+        if config.ignore_collisions_flag and config.arm_mode not in POSE_ARM_MODES:
+            raise ConfigError(f"ignore_collisions_flag adds PerAct's 9th action number to the pose arm modes "
+                              f"{POSE_ARM_MODES}, not arm_mode {config.arm_mode!r}: use one of them or drop the flag.")
         return config
 
     @property

@@ -44,7 +44,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices,
 
 from .config import EnvConfig, split_options
 from .errors import ConfigError, WorkerError
-from .spec import QUATERNION, ActionSpace, action_space
+from .spec import QUATERNION, ActionSpace, action_space, gripper_index
 from .vector_env import RLBenchVectorEnv
 
 OBSERVATIONS = ("dict", "flat")
@@ -132,7 +132,9 @@ class SB3VecEnv(VecEnv):
         if isinstance(arm_limit, bool) or not isinstance(arm_limit, (int, float)) or not 0 < arm_limit < np.inf:
             raise ConfigError(f"arm_limit must be a positive finite number, got {arm_limit!r}.")
         arm = np.ones(space.shape, bool)
-        arm[-1] = False  # the gripper keeps its range
+        arm[gripper_index(config)] = False  # the gripper keeps its range
+        if config.ignore_collisions_flag:
+            arm[-1] = False  # so does ignore_collisions
         if space.pose:
             arm[QUATERNION] = False  # the quaternion keeps [-1, 1]
         low, high = space.low.copy(), space.high.copy()

@@ -50,6 +50,8 @@ DELTA_JOINT_BOUND = 0.1
 DELTA_POSITION_BOUND = WORKSPACE_HIGH - WORKSPACE_LOW
 DELTA_MOVE = 0.05
 QUATERNION = slice(3, 7)  # of a pose action: x y z, then the quaternion x y z w
+GRIPPER_INDEX = 7  # of a pose action: the gripper, then (ignore_collisions_flag) PerAct's ignore_collisions
+IGNORE_COLLISIONS_INDEX = 8
 
 
 @dataclass(frozen=True)
@@ -127,16 +129,22 @@ def observation_bytes(config: EnvConfig) -> int:
 
 
 def action_size(config: EnvConfig) -> int:
-    """Arm part then gripper part, as RLBench's MoveArmThenGripper: pose is xyz + quaternion xyzw."""
+    """Arm part then gripper part, as RLBench's MoveArmThenGripper: pose is xyz + quaternion xyzw; with
+    ignore_collisions_flag a 9th number, PerAct's ignore_collisions."""
     arm = 7 if config.arm_mode in POSE_ARM_MODES else PANDA_JOINTS
-    return arm + 1
+    return arm + 1 + int(config.ignore_collisions_flag)
+
+
+def gripper_index(config: EnvConfig) -> int:
+    """Where an action's gripper number is: last, or before ignore_collisions with ignore_collisions_flag."""
+    return GRIPPER_INDEX if config.ignore_collisions_flag else -1
 
 
 def action_bounds(config: EnvConfig) -> tuple[np.ndarray, np.ndarray]:
     """Finite bounds of one action, so that a sample inside them is a valid action (ActionSpace): joint
     velocities within the Panda's limits, absolute joint positions within its joint limits, absolute pose
     positions inside the workspace, deltas within DELTA_JOINT_BOUND or DELTA_POSITION_BOUND, quaternion
-    components in [-1, 1]; the gripper within its mode's range."""
+    components in [-1, 1]; the gripper within its mode's range; ignore_collisions in [0, 1]."""
     size = action_size(config)
     low, high = np.empty(size, np.float32), np.empty(size, np.float32)
     if config.arm_mode in POSE_ARM_MODES:
@@ -151,7 +159,10 @@ def action_bounds(config: EnvConfig) -> tuple[np.ndarray, np.ndarray]:
         low[:-1], high[:-1] = PANDA_Q_MIN, PANDA_Q_MAX
     else:
         low[:-1], high[:-1] = -DELTA_JOINT_BOUND, DELTA_JOINT_BOUND
-    low[-1], high[-1] = GRIPPER_BOUNDS[config.gripper_mode]
+    gripper = gripper_index(config)
+    low[gripper], high[gripper] = GRIPPER_BOUNDS[config.gripper_mode]
+    if config.ignore_collisions_flag:
+        low[IGNORE_COLLISIONS_INDEX], high[IGNORE_COLLISIONS_INDEX] = 0.0, 1.0
     return low, high
 
 

@@ -88,6 +88,11 @@ def test_round_trip_rlbench_format(written, demos):
         assert back.descriptions == demo.descriptions
         np.testing.assert_array_equal(back.actions, demo.actions)
         assert back.actions.dtype == np.float32
+        # RLBench's Observation.ignore_collisions per frame: 0 at the start, 1 while moving to a marked waypoint
+        # (pick_and_lift's grasp approach and lift), stored and read back
+        assert demo.ignore_collisions is not None and demo.ignore_collisions.shape == (steps,)
+        assert demo.ignore_collisions[0] == 0 and set(demo.ignore_collisions) == {0.0, 1.0}
+        np.testing.assert_array_equal(back.ignore_collisions, demo.ignore_collisions)
         for camera in CAMERAS:
             rgb, depth, mask = (back.observations[f"{camera}_{m}"] for m in ("rgb", "depth", "mask"))
             assert rgb.shape == (steps, SIZE, SIZE, 3) and rgb.dtype == np.uint8

@@ -101,6 +101,17 @@ def test_the_oracle_scores_the_same_episodes_at_one_env_and_at_three(tmp_path):
     assert "| push_button | 100.0 |" in (tmp_path / "one" / "results.md").read_text()
 
 
+def test_the_keyframe_policy_acts_each_episodes_own_demo_through_the_planner(tmp_path):
+    """--policy keyframes: the episode's own oracle demo reduced to PerAct's keyframes, acted as 9-number planning
+    actions (PerAct's ignore_collisions from the demo): pick_and_lift's approach, grasp, lift and target."""
+    result = evaluate(EvaluateConfig(policy="keyframes", tasks=("pick_and_lift",), episodes=2, backend="mujoco",
+                                     arm_mode="planning", ignore_collisions_flag=True, out=str(tmp_path), **SMALL))
+    assert result["tasks"]["pick_and_lift"]["success_rate"] == 1
+    assert all(3 <= e["steps"] <= 5 for e in lines(tmp_path)), [e["steps"] for e in lines(tmp_path)]
+    with pytest.raises(ConfigError, match="--policy keyframes .* use --backend mujoco"):
+        evaluate(EvaluateConfig(policy="keyframes", tasks=("reach_target",), backend="synthetic"))
+
+
 def test_envs_keep_to_one_task_while_it_has_episodes_then_take_the_longest_queue():
     episodes = [Planned(task, k, 0, k) for task, count in (("a", 3), ("b", 1), ("c", 2)) for k in range(count)]
     queue = EpisodeQueue(episodes)

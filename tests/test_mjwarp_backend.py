@@ -92,8 +92,10 @@ def test_importing_the_package_imports_no_simulator():
 def test_planning_is_refused_with_the_alternative():
     from rlbench_vec.backends.mjwarp import check_config
 
-    with pytest.raises(ConfigError, match="arm_mode='ik'"):
-        check_config(config(arm_mode="planning"))
+    for refused in ({"arm_mode": "planning"}, {"ignore_collisions_flag": True}):
+        with pytest.raises(ConfigError, match="keyframe agents run on backend='mujoco'.*'rlbench'") as error:
+            check_config(config(**refused))
+        assert "\n" not in str(error.value)
 
 
 def test_observations_follow_the_mujoco_layout(sim):

@@ -654,3 +654,28 @@ def test_the_oracle_acts_the_tasks_waypoints_with_their_gripper_abilities_and_re
 def test_the_oracle_needs_a_pose_arm_mode(double, rlbench_env):
     with pytest.raises(ConfigError, match="arm_mode 'planning'"):
         rlbench_env(num_envs=1, task="empty_container", arm_mode="joint_velocity", backend_options={"oracle": True})
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["peract_fork", "stepjam_master"])
+def test_ignore_collisions_reaches_rlbench_as_the_installed_one_reads_it(double, monkeypatch, rlbench_env, fork):
+    """PerAct's fork reads bool(action[8:9]) (an 8-number action would raise ValueError under NumPy 2): it gets 9
+    numbers; stepjam's master gets 8 and the arm mode's collision_checking set per move."""
+    if fork:
+        monkeypatch.setenv("RLBENCH_DOUBLE_PERACT_FORK", "1")
+    plain = rlbench_env(num_envs=1, arm_mode="planning", modalities=("rgb",),
+                        backend_options={"collision_checking": True})
+    plain.reset(seed=0)
+    _, _, terminated, _, info = plain.step(pose_actions(1))
+    assert not terminated[0], info.get("error")
+    plain.close()
+    flagged = rlbench_env(num_envs=1, arm_mode="planning", modalities=("rgb",), ignore_collisions_flag=True)
+    assert flagged.single_action_space.shape == (9,)
+    flagged.reset(seed=0)
+    for ignore in (1.0, 0.0):
+        _, _, terminated, _, info = flagged.step(np.append(pose_actions(1), [[ignore]], axis=1))
+        assert not terminated[0], info.get("error")
+    moves = [(m["ignore_collisions"], m["collision_checking"]) for m in double("arm_move")]
+    if fork:  # the fork decides by its 9th number alone: the option's "checking on" arrives as ignore False
+        assert moves == [(False, True), (True, False), (False, False)]
+    else:
+        assert moves == [(None, True), (None, False), (None, True)]

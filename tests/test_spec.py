@@ -16,6 +16,7 @@ from gymnasium.vector.utils import batch_space
 
 from rlbench_vec import CAMERAS, EnvConfig, RLBenchVectorEnv
 from rlbench_vec.config import ARM_MODES, GRIPPER_MODES
+from rlbench_vec.errors import ConfigError
 from rlbench_vec.spec import (
     QUATERNION,
     REACH_HIGH,
@@ -59,6 +60,20 @@ def test_pose_samples_stay_inside_bounds_narrowed_off_the_reach():
     low[:3], high[:3] = -0.05, 0.05
     narrowed = ActionSpace(low, high, pose=True, seed=0, absolute=True)
     assert all(narrowed.contains(narrowed.sample()) for _ in range(50))
+
+
+def test_ignore_collisions_flag_adds_peract_9th_number_in_the_pose_modes():
+    for arm_mode in ("ik", "planning"):
+        flagged = EnvConfig(task="reach_target", backend="mujoco", arm_mode=arm_mode, ignore_collisions_flag=True)
+        low, high = action_bounds(flagged.validated())
+        plain_low, plain_high = action_bounds(config(arm_mode, True))
+        assert low.shape == (9,) and (low[8], high[8]) == (0.0, 1.0)  # x y z, quaternion xyzw, gripper, ignore
+        np.testing.assert_array_equal(np.stack([low[:8], high[:8]]), np.stack([plain_low, plain_high]))
+        space = action_space(flagged.validated())
+        space.seed(0)
+        assert all(space.contains(space.sample()) for _ in range(50))
+    with pytest.raises(ConfigError, match="ignore_collisions_flag adds PerAct's 9th action number to the pose"):
+        EnvConfig(arm_mode="joint_velocity", ignore_collisions_flag=True).validated()
 
 
 def test_the_batched_space_samples_valid_rows_and_keeps_the_bounds():

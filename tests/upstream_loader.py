@@ -61,7 +61,7 @@ def load_episode(example_path: str) -> dict[str, np.ndarray]:
         demo = pickle.load(f)
     assert type(demo) is Demo, type(demo)
     assert list(vars(demo)) == ["_observations", "random_seed", "num_reset_attempts"], list(vars(demo))
-    reference = list(vars(Observation(None, None, None, None, None, None, None, None, None, None, **{
+    reference = list(vars(Observation(None, None, None, None, None, None, None, None, None, None, None, **{
         f"{camera}_{kind}": None for camera in CAMERAS for kind in ("rgb", "depth", "mask", "point_cloud")})))
     for obs in demo._observations:
         assert type(obs) is Observation, type(obs)

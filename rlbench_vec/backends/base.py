@@ -40,7 +40,9 @@ class Demo:
     observations[key] has shape (T, ...) with the keys of the env's observation layout;
     actions has shape (T - 1, action_size) in the env's action mode. reset_seed: the seed whose reset(seed,
     {"variation": variation_index}) starts the demo's scene again, where the backend knows one (the embedded
-    ones); RLBench's datasets keep it as the demo's random_seed.
+    ones); RLBench's datasets keep it as the demo's random_seed. ignore_collisions: (T,) float, RLBench's
+    Observation.ignore_collisions of each frame (the mark of the waypoint the arm is moving to; 0 at the start),
+    where the backend knows it.
     """
 
     observations: dict[str, np.ndarray]
@@ -49,6 +51,7 @@ class Demo:
     variation_index: int
     descriptions: list[str]
     reset_seed: int | None = None
+    ignore_collisions: np.ndarray | None = None
 
 
 

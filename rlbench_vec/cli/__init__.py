@@ -92,6 +92,13 @@ class ArgumentParser(argparse.ArgumentParser):
         return super().add_argument(*args, **kwargs)
 
 
+def add_ignore_collisions_flag(parser: argparse.ArgumentParser) -> None:
+    """--ignore_collisions_flag 0|1, EnvConfig's ignore_collisions_flag, the same in every command."""
+    parser.add_argument("--ignore_collisions_flag", type=int, default=0, choices=(0, 1),
+                        help="pose arm modes: a 9th action number, PerAct's ignore_collisions (> 0.5: no collision "
+                             "checking)")
+
+
 class _Stop:
     """How the command is being stopped: by Ctrl-C unless a SIGTERM came."""
 

@@ -29,7 +29,7 @@ import numpy as np
 from ..config import ACTION_TIMINGS, ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES, EnvConfig, VideoConfig
 from ..distributed import RankInfo, cores_of_rank
 from ..vector_env import RLBenchVectorEnv
-from . import ArgumentParser, json_object, non_negative, positive
+from . import ArgumentParser, add_ignore_collisions_flag, json_object, non_negative, positive
 from .bench_actions import GRIPPER_SWITCH_P, ActionSampler
 from .bench_report import Progress, combine, print_summary
 from .bench_usage import CpuClock, gpu_used_mb, memory
@@ -51,6 +51,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--arm_mode", default=DEFAULTS.arm_mode, choices=ARM_MODES)
     parser.add_argument("--absolute_mode", type=int, default=int(DEFAULTS.absolute_mode), choices=(0, 1),
                         help="0: delta actions")
+    add_ignore_collisions_flag(parser)
     parser.add_argument("--gripper_mode", default=DEFAULTS.gripper_mode, choices=GRIPPER_MODES)
     parser.add_argument("--action_timing", default=DEFAULTS.action_timing, choices=ACTION_TIMINGS,
                         help="rlbench: an action runs until done; fixed: one control step per action (mujoco, mjwarp)")
@@ -127,7 +128,8 @@ def make_env(args: argparse.Namespace, num_envs: int, on_worker_ready) -> RLBenc
     return RLBenchVectorEnv(
         num_envs=num_envs, task=args.task, backend=args.backend, cameras=args.cameras,
         image_size=tuple(args.image_size), modalities=args.modalities, arm_mode=args.arm_mode,
-        absolute_mode=bool(args.absolute_mode), gripper_mode=args.gripper_mode, renderer=args.renderer,
+        absolute_mode=bool(args.absolute_mode), ignore_collisions_flag=bool(args.ignore_collisions_flag),
+        gripper_mode=args.gripper_mode, renderer=args.renderer,
         action_timing=args.action_timing,
         max_episode_steps=args.max_episode_steps, backend_options=args.backend_options,
         copy_obs=bool(args.copy_obs), seed=args.seed, max_chunk=args.action_chunk,

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..config import POSE_ARM_MODES
+from ..spec import gripper_index
 from ..vector_env import RLBenchVectorEnv
 
 POSITION_NOISE_M = 0.01  # per action: a policy exploring around the current pose
@@ -68,12 +69,15 @@ class ActionSampler:
             actions[..., :-1] = start + drift(0, 7, JOINT_NOISE)
         else:  # joint velocities
             actions[..., :-1] = noise(0, 7, JOINT_NOISE)
+        g = gripper_index(c)
         if c.gripper_mode == "discrete":
             gripper = np.asarray(obs["gripper_open"], np.float32)
             switch = normal[:, 0, -1] > self.switch_z
-            actions[..., -1] = np.where(switch, 1.0 - gripper, gripper)[:, None]
+            actions[..., g] = np.where(switch, 1.0 - gripper, gripper)[:, None]
         else:
-            actions[..., -1] = np.clip(obs["gripper_joint_positions"][:, :1], 0.0, 0.04)
+            actions[..., g] = np.clip(obs["gripper_joint_positions"][:, :1], 0.0, 0.04)
+        if c.ignore_collisions_flag:
+            actions[..., -1] = 0.0  # every move collision-checked (where the backend checks)
         return actions
 
 

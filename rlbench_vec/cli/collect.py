@@ -42,7 +42,7 @@ from ..datasets.writers import FORMATS, Episode, WriterOptions, WriterPool, stor
 from ..distributed import RankInfo
 from ..errors import ConfigError, WorkerError
 from ..vector_env import RLBenchVectorEnv
-from . import ArgumentParser, json_object, non_negative, positive
+from . import ArgumentParser, add_ignore_collisions_flag, json_object, non_negative, positive
 from .collect_config import DATASET_ARGUMENTS, CollectConfig, checked_variations, known_variation_count
 from .ranks import Ranks, job_ranks
 from .runs import (
@@ -332,6 +332,7 @@ def parse_args(argv: Sequence[str] | None = None) -> CollectConfig:
                         help="default: rgb depth mask; lerobot: rgb")
     parser.add_argument("--arm_mode", default=default.arm_mode, choices=ARM_MODES)
     parser.add_argument("--absolute_mode", type=int, default=1, choices=(0, 1))
+    add_ignore_collisions_flag(parser)
     parser.add_argument("--gripper_mode", default=default.gripper_mode, choices=GRIPPER_MODES)
     parser.add_argument("--max_episode_steps", type=positive, default=default.max_episode_steps)
     parser.add_argument("--backend_options", type=json_object, default={}, help="JSON")

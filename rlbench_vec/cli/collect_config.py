@@ -19,7 +19,7 @@ from .runs import command_line
 DEFAULT_MODALITIES = {"rlbench": ("rgb", "depth", "mask"), "lerobot": ("rgb",)}
 # Arguments that shape the stored demos: a rerun into the same folder must repeat them.
 DATASET_ARGUMENTS = ("backend", "format", "all_variations", "seed", "image_size", "cameras", "modalities", "arm_mode",
-                     "absolute_mode", "gripper_mode", "max_episode_steps", "backend_options")
+                     "absolute_mode", "ignore_collisions_flag", "gripper_mode", "max_episode_steps", "backend_options")
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,8 @@ class CollectConfig:
     format: episodes_per_task episodes in the task's all_variations folder, episode e of variation e mod the count,
     as RLBench's dataset generator with --all_variations), seed. Environment:
     backend, image_size (width, height), cameras, modalities (None: rgb, depth, mask for rlbench; rgb for lerobot),
-    arm_mode, absolute_mode, gripper_mode, max_episode_steps, backend_options, renderer. Engine: num_envs (worker
+    arm_mode, absolute_mode, ignore_collisions_flag, gripper_mode, max_episode_steps, backend_options, renderer.
+    Engine: num_envs (worker
     processes, one demo each at a time), demo_timeout_s (a worker silent that long on one demo is restarted; None:
     no limit), max_attempts per job. Writing: writers (processes; 0: each worker writes its own demos; None:
     default_writers, lerobot: 1), queue_size (demos handed to writers and not yet written; None: 2 per writer),
@@ -52,6 +53,7 @@ class CollectConfig:
     modalities: tuple[str, ...] | None = None
     arm_mode: str = "ik"
     absolute_mode: bool = True
+    ignore_collisions_flag: bool = False
     gripper_mode: str = "discrete"
     max_episode_steps: int = 200
     backend_options: Mapping[str, Any] = field(default_factory=dict)
@@ -107,7 +109,8 @@ class CollectConfig:
         config = EnvConfig(task=task, backend=self.backend, cameras=self.cameras, image_size=self.image_size,
                            modalities=self.modalities or DEFAULT_MODALITIES[self.format],
                            misc=self.format == "rlbench", arm_mode=self.arm_mode, absolute_mode=self.absolute_mode,
-                           gripper_mode=self.gripper_mode, max_episode_steps=self.max_episode_steps,
+                           ignore_collisions_flag=self.ignore_collisions_flag, gripper_mode=self.gripper_mode,
+                           max_episode_steps=self.max_episode_steps,
                            renderer=self.renderer, backend_options=dict(self.backend_options)).validated()
         backend: type[Backend] = backend_class(config.backend)
         if backend.get_demos is Backend.get_demos:

@@ -35,7 +35,7 @@ from typing import Any
 from ..backends import list_tasks
 from ..config import ARM_MODES, BACKENDS, CAMERAS, GRIPPER_MODES, MODALITIES
 from ..distributed import RankInfo
-from . import ArgumentParser, json_object, non_negative, positive
+from . import ArgumentParser, add_ignore_collisions_flag, json_object, non_negative, positive
 from .evaluate_config import PROTOCOLS, EvaluateConfig
 from .evaluate_folder import LOG_FILE, rebuild
 from .evaluate_report import markdown
@@ -55,7 +55,6 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[EvaluateConfig, bool]
     args = parsed_flags(parser, argv, ("tasks", "cameras", "modalities", "image_size", "variations"))
     report_only = args.pop("report_only")
     args.pop("protocol")
-    args["ignore_collisions_flag"] = bool(args["ignore_collisions_flag"])
     return EvaluateConfig(**args), report_only
 
 
@@ -75,7 +74,9 @@ def _parser() -> ArgumentParser:
     parser.add_argument("--protocol", default=None, choices=tuple(PROTOCOLS),
                         help=f"a paper's settings as the defaults of their flags: peract: {_protocol_help('peract')}")
     parser.add_argument("--policy", default=default.policy,
-                        help="oracle, random, FILE.py:NAME or package.module:NAME (a factory: docs/evaluate.md)")
+                        help="oracle, keyframes (mujoco: the keyframes of each episode's oracle demo), random, "
+                             "FILE.py:NAME "
+                             "or package.module:NAME (a factory: docs/evaluate.md)")
     parser.add_argument("--policy_args", type=json_object, default={},
                         help="JSON object: the factory's keyword arguments (scored), e.g. "
                              "'{\"checkpoint\": \"model.pt\"}'")
@@ -84,9 +85,7 @@ def _parser() -> ArgumentParser:
                              "start; --episodes caps how many per task)")
     parser.add_argument("--repeats", type=positive, default=default.repeats,
                         help="the whole evaluation N times over the same episodes, each with its own seeds")
-    parser.add_argument("--ignore_collisions_flag", type=int, default=0, choices=(0, 1),
-                        help="pose arm modes: a 9th action number, PerAct's ignore_collisions (> 0.5: no collision "
-                             "checking)")
+    add_ignore_collisions_flag(parser)
     parser.add_argument("--tasks", nargs="+", default=list(default.tasks), metavar="TASK",
                         help="task names or a suite (peract18); the embedded backends run "
                              f"{' '.join(list_tasks('mujoco'))}")

@@ -16,7 +16,7 @@ from ..spec import low_dim_fields, task_state_size
 from ..task_names import SUITES, env_tasks, task_list
 from .runs import command_line
 
-POLICIES = ("oracle", "random")  # besides FILE.py:NAME and package.module:NAME
+POLICIES = ("oracle", "keyframes", "random")  # besides FILE.py:NAME and package.module:NAME
 # Arguments that decide each episode's outcome: a resumed --out must repeat them (with the package version and
 # the policy's identity: evaluate_folder).
 SCORED_ARGUMENTS = ("tasks", "episodes", "variations", "seed", "backend", "policy", "policy_args", "arm_mode",
@@ -36,7 +36,8 @@ class EvaluateConfig:
     """What to score and how; the flags of `python -m rlbench_vec.evaluate` have the same names.
 
     policy: "oracle" (the task's waypoint oracle acting through the env's actions; on rlbench RLBench's own waypoints,
-    arm_mode "planning" or "ik"), "random"
+    arm_mode "planning" or "ik"), "keyframes" (mujoco: each episode's own oracle demo reduced to PerAct's keyframes,
+    acted through the pose arm mode: the upper bound of a keyframe agent trained on these demos), "random"
     (action_space samples), or "FILE.py:NAME" / "package.module:NAME", a factory of the agent (docs/evaluate.md).
     tasks: names, or a suite (SUITES). episodes: per task. variations: the variations episodes cycle through
     (None: all of the task's, episode k gets variation k mod their count). seed: the base of every episode's reset
@@ -48,7 +49,7 @@ class EvaluateConfig:
     (datasets.stored_episodes: episode k of a task is its k-th stored one, with its variation and start; episodes
     caps how many; its identity is scored). repeats: the whole evaluation this many times over the same episodes,
     each repeat with its own seeds (results give each repeat, the mean and the standard deviation).
-    ignore_collisions_flag: pose arm modes take a 9th number, PerAct's ignore_collisions (EnvConfig's, issue 50).
+    ignore_collisions_flag: pose arm modes take a 9th number, PerAct's ignore_collisions (EnvConfig's).
     The flags' `--protocol peract` sets PROTOCOLS["peract"] (EvaluateConfig.of_protocol)."""
 
     policy: str = "oracle"
@@ -106,6 +107,9 @@ def checked(config: EvaluateConfig) -> tuple[EvaluateConfig, EnvConfig]:
     if config.policy == "oracle" and resolve_backend(config.backend) == "synthetic":
         raise ConfigError("--policy oracle acts a task's waypoints, and the synthetic backend's tasks have none: "
                           "use --backend mujoco, mjwarp or rlbench for the oracle's table, or another policy.")
+    if config.policy == "keyframes" and resolve_backend(config.backend) != "mujoco":
+        raise ConfigError("--policy keyframes reduces each episode's own oracle demo to keyframes, which the mujoco "
+                          "backend records: use --backend mujoco.")
     if "variation" in config.backend_options:
         raise ConfigError("backend_options['variation'] is set per episode by the evaluation; use --variations.")
     if config.episodes_from is not None and config.variations is not None:
@@ -132,15 +136,16 @@ def checked(config: EvaluateConfig) -> tuple[EvaluateConfig, EnvConfig]:
                      policy_args=json.loads(json.dumps(dict(config.policy_args))),
                      episodes_from=None if config.episodes_from is None else str(Path(config.episodes_from).resolve()))
     options = dict(config.backend_options)
-    if config.policy == "oracle":
-        options["oracle"] = True
+    if config.policy in ("oracle", "keyframes"):
+        options[config.policy] = True
     if config.episodes_from is not None and resolve_backend(config.backend) == "rlbench":
         options["dataset_root"] = config.episodes_from  # RLBench's get_demos reads the stored episodes there
     # misc: every policy gets the cameras' matrices (a few numbers per camera)
     env = EnvConfig(task=config.tasks, backend=config.backend, cameras=config.cameras, image_size=config.image_size,
                     modalities=config.modalities, arm_mode=config.arm_mode, absolute_mode=config.absolute_mode,
                     gripper_mode=config.gripper_mode, max_episode_steps=config.max_steps, renderer=config.renderer,
-                    misc=True, backend_options=options, **collision_flag(config.ignore_collisions_flag)).validated()
+                    misc=True, backend_options=options,
+                    ignore_collisions_flag=config.ignore_collisions_flag).validated()
     backend = backend_class(env.backend)
     known = backend.task_names()
     for task in config.tasks:
@@ -154,12 +159,6 @@ def checked(config: EvaluateConfig) -> tuple[EvaluateConfig, EnvConfig]:
     every_task = replace(env, task=config.tasks)
     room = task_state_size(every_task) if "task_low_dim_state" in low_dim_fields(every_task) else None
     return replace(config, backend=env.backend), replace(env, task=config.tasks, task_low_dim_size=room)
-
-
-def collision_flag(wanted: bool) -> dict[str, Any]:
-    """EnvConfig's ignore_collisions_flag where EnvConfig has it (issue 50). PLACEHOLDER until then: no field, the
-    env takes 8 numbers, and a YARR agent's 9th (ignore_collisions) is dropped (cli/yarr.py)."""
-    return {"ignore_collisions_flag": wanted} if "ignore_collisions_flag" in EnvConfig.__dataclass_fields__ else {}
 
 
 def for_envs(env: EnvConfig, tasks: list[str]) -> EnvConfig:

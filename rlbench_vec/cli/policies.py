@@ -1,5 +1,6 @@
-"""The policies `evaluate` scores: the oracle, random actions, or an agent loaded from a file or a module, each
-with its identity (what a resumed run folder must match), and the check of what a policy returns.
+"""The policies `evaluate` scores: the oracle, the keyframes of each episode's oracle demo, random actions, or an
+agent loaded from a file or a module, each with its identity (what a resumed run folder must match), and the check
+of what a policy returns.
 
 An agent is a factory `NAME` in `FILE.py` or `package.module`, called with the vector env (its spaces and
 `env_config`) when it takes a positional argument, else with none, and with --policy_args as keyword arguments.
@@ -31,7 +32,7 @@ import numpy as np
 from ..errors import ConfigError, PolicyError, PolicyOutputError
 from .yarr import YarrAgent, is_yarr_agent
 
-BUILT_IN = ("oracle", "random")
+BUILT_IN = ("oracle", "keyframes", "random")
 
 
 class Policy:
@@ -64,7 +65,8 @@ def raised_by_policy(where: str) -> Iterator[None]:
 
 
 def oracle(env: Any) -> Policy:
-    """The env acts its task's oracle (backend_options["oracle"]): the actions sent are checked, then ignored."""
+    """The env acts its task's oracle (backend_options["oracle"]) or the keyframes of the episode's own oracle demo
+    (backend_options["keyframes"]): the actions sent are checked, then ignored."""
     space = env.single_action_space
     middle = ((space.low + space.high) / 2).astype(np.float32)  # inside the bounds: the checks pass it
     return Policy(lambda obs, info: np.tile(middle, (len(info["env_id"]), 1)))
@@ -107,7 +109,7 @@ class PolicySource:
 
     def make(self, env: Any, seed: int, max_steps: int) -> Policy:
         """The policy for this vector env (max_steps: the episodes' length, for a YARR agent's time)."""
-        if self.spec == "oracle":
+        if self.spec in ("oracle", "keyframes"):
             return oracle(env)
         if self.spec == "random":
             return random_actions(env, seed)
@@ -134,7 +136,7 @@ def _load(spec: str) -> tuple[Callable[..., Any], Path]:
     """The factory `spec` names (FILE.py:NAME or package.module:NAME) and the file that holds it."""
     where, _, name = spec.rpartition(":")
     if not where or not name:
-        raise ConfigError(f"--policy {spec!r}: give oracle, random, FILE.py:NAME or package.module:NAME.")
+        raise ConfigError(f"--policy {spec!r}: give oracle, keyframes, random, FILE.py:NAME or package.module:NAME.")
     try:
         if where.endswith(".py"):
             path = Path(where).resolve()

@@ -127,6 +127,7 @@ def parsed_flags(parser: Any, argv: Any, lists: tuple[str, ...]) -> dict[str, An
     args = vars(parser.parse_args(argv))
     args.pop("debug", None)  # run_main's
     args["absolute_mode"], args["progress"] = bool(args["absolute_mode"]), bool(args["progress"])
+    args["ignore_collisions_flag"] = bool(args.get("ignore_collisions_flag", 0))
     for key in lists:
         args[key] = None if args[key] is None else tuple(args[key])
     return args

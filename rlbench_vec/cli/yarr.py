@@ -95,7 +95,7 @@ class YarrAgent:
 
     def action(self, result: Any) -> np.ndarray:
         """`.action` of an ActResult (or the value itself) as numbers: the env's action size, or YARR's 9 where the
-        env takes 8 (no ignore_collisions_flag, or none in EnvConfig until issue 50: the 9th is not sent)."""
+        env takes 8 (without ignore_collisions_flag: the 9th is not sent, collision checking is the backend's)."""
         action = getattr(result, "action", result)
         if hasattr(action, "detach"):
             action = action.detach().cpu().numpy()

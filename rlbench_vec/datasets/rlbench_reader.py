@@ -57,7 +57,10 @@ def read_episode(path: str | os.PathLike, *, depth_in_meters: bool = False, poin
         action_array = np.stack(actions).astype(np.float32)
     else:
         action_array = np.zeros((max(steps - 1, 0), 0), np.float32)
-    return Demo(observations, action_array, True, _variation(path, miscs), _descriptions(path))
+    marks = [getattr(record, "ignore_collisions", None) for record in records]
+    ignore_collisions = None if any(mark is None for mark in marks) else np.array(marks, np.float64).reshape(steps)
+    return Demo(observations, action_array, True, _variation(path, miscs), _descriptions(path),
+                ignore_collisions=ignore_collisions)
 
 
 def _read_low_dim(records: list) -> dict[str, np.ndarray]:

@@ -153,6 +153,11 @@ def _upstream_demo(demo: Demo, steps: int) -> UpstreamDemo:
         attributes: dict[str, Any] = {name: np.array(observations[name][t], np.float64) for name in low_dim}
         if "gripper_open" in attributes:
             attributes["gripper_open"] = float(attributes["gripper_open"])
+        if demo.ignore_collisions is not None:  # upstream records a (1,) array per frame
+            # in the other low-dim arrays' dtype object: a pickle memoizes dtypes by identity, and a writer process
+            # gets its arrays from shared memory (another float64 object than a worker's): the same bytes either way
+            dtype = next((a.dtype for a in attributes.values() if isinstance(a, np.ndarray)), np.dtype(np.float64))
+            attributes["ignore_collisions"] = np.array([demo.ignore_collisions[t]], dtype)
         misc: dict[str, Any] = {}
         for camera in cameras:
             misc[misc_key(camera, "extrinsics")] = np.array(observations[misc_key(camera, "extrinsics")][t], np.float64)

@@ -35,6 +35,7 @@ OBSERVATION_ATTRIBUTES = (
     *LOW_DIM_FIELDS[:-1],
     "gripper_touch_forces",
     "task_low_dim_state",
+    "ignore_collisions",
     "misc",
 )
 DEMO_ATTRIBUTES = ("_observations", "random_seed", "num_reset_attempts")  # rlbench/demo.py

@@ -3,6 +3,8 @@
 Knobs, read from the environment (spawned workers inherit them):
   RLBENCH_DOUBLE_LOG           JSON-lines file: one {"pid", "event", ...} record per recorded call
   RLBENCH_DOUBLE_FAIL_RESETS   the first N resets in each process raise TaskEnvironmentError
+  RLBENCH_DOUBLE_PERACT_FORK   "1": PerAct's fork: MoveArmThenGripper slices action[:7], [7:8], bool(action[8:9])
+                               and the pose arm modes' action() takes ignore_collisions (recorded: "arm_move")
 Without a reachable X display, PyRep.launch writes Qt's message to fd 2 and aborts (SIGABRT), as Qt does.
 Magic actions: an arm action whose first value is -0.0111 raises pyrep.errors.IKError, -0.0222 raises
 ConfigurationPathError (the raw PyRep errors that some code paths let through unwrapped); values inside

@@ -20,8 +20,8 @@ from ...errors import BackendUnavailableError, ConfigError
 from ..mujoco.backend import task_class
 
 REQUIREMENTS = ("mujoco_warp", "warp", "torch")
-INSTALL_HINT = "pip install -e .[gpu] (mujoco-warp, warp-lang) and a torch build of your choice"
 ARM_MODES = ("joint_velocity", "joint_position", "ik")
+INSTALL_HINT = "pip install -e .[gpu] (mujoco-warp, warp-lang) and a torch build of your choice"
 BENCH_HINT = ("--backend mjwarp is available here (mujoco-warp and an NVIDIA GPU): the same tasks as the worlds of one "
               "GPU simulator; docs/mjwarp.md measured 17,683 env-steps/s at 1024 envs on one H100 (pick_and_lift, "
               "five cameras, --action_timing fixed; 3,644 with RLBench's timing).")
@@ -46,12 +46,10 @@ def require() -> None:
 def check_config(config: EnvConfig) -> None:
     """ConfigError for what the batched core does not run (checked without importing a simulator)."""
     task_class(config)
-    if config.arm_mode not in ARM_MODES:
-        raise ConfigError(
-            f"arm_mode {config.arm_mode!r} is not batched on the mjwarp backend; use arm_mode='ik' (the same "
-            "end-effector pose actions, reached by a joint-space move instead of a straight-line path) or "
-            "backend='mujoco', which runs 'planning'."
-        )
+    if config.arm_mode == "planning" or config.ignore_collisions_flag:
+        raise ConfigError("the mjwarp backend has no motion planner (arm_mode='planning', ignore_collisions_flag): "
+                          "keyframe agents run on backend='mujoco' (RRTConnect in joint space) or 'rlbench'; or use "
+                          "arm_mode='ik' here (a joint-space move, no collision checking).")
 
 
 @cache

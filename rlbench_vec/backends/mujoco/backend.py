@@ -14,6 +14,14 @@ backend_options:
   oracle (bool)     each step acts the task's waypoint oracle's next action for the episode (the action
                     given is checked, then ignored): the upper bound `rlbench_vec.evaluate --policy oracle`
                     scores. An oracle out of waypoints ends the episode (info["oracle_exhausted"]).
+  keyframes (bool)  like oracle, but each step acts the next keyframe of the episode's own oracle demo (a
+                    frame per control step, reduced by PerAct's keypoint discovery) through the pose arm
+                    mode: `rlbench_vec.evaluate --policy keyframes` (keyframes.py).
+  arm_mode "planning" only (see actions.py; RLBench's EndEffectorPoseViaPlanning):
+  collision_checking         (bool) without ignore_collisions_flag: every move is collision-checked and
+                             planned around obstacles (default False, as RLBench's constructor)
+  retry_ignoring_collisions  (bool) PerAct's fork: where no collision-free path exists, the straight one
+  clip_to_workspace          (bool) RVT's EndEffectorPoseViaPlanning2: the target clipped into the workspace
 
 Renderer: config.renderer, else $MUJOCO_GL, else "egl" where an NVIDIA GPU is visible and "osmesa"
 otherwise. egl and osmesa are headless; glfw needs an X display (the engine then starts Xvfb).
@@ -37,7 +45,8 @@ from .scene import offscreen_size
 from .tasks import TASKS, Task, find_task
 
 RENDERERS = ("egl", "osmesa", "glfw")
-OPTIONS = ("variation", "oracle", "shaped_rewards", "dense_rewards")
+PLANNING_OPTIONS = ("collision_checking", "retry_ignoring_collisions", "clip_to_workspace")
+OPTIONS = ("variation", "oracle", "keyframes", "shaped_rewards", "dense_rewards", *PLANNING_OPTIONS)
 MAX_OFFSCREEN = 16384  # GL_MAX_RENDERBUFFER_SIZE of Mesa's llvmpipe (GPUs allow at least as much)
 DEMO_ATTEMPTS = 10  # fresh episodes tried per demo before one is returned unsuccessful, like RLBench
 
@@ -145,11 +154,24 @@ def check_dense_rewards(task: type[Task], options: Mapping[str, Any], backend: s
                           "unset (reward 1.0 on success).")
 
 
+def check_planning_options(config: EnvConfig) -> None:
+    """The planning options: flags, and only with arm_mode 'planning'."""
+    for name in PLANNING_OPTIONS:
+        if name in config.backend_options and flag(f"mujoco backend_options[{name!r}]", config.backend_options[name]) \
+                and config.arm_mode != "planning":
+            raise ConfigError(f"backend_options[{name!r}] applies to arm_mode='planning' (RLBench's planner), not "
+                              f"{config.arm_mode!r}.")
+
+
 def check_oracle_option(config: EnvConfig) -> None:
-    """backend_options["oracle"] plans one action per waypoint, each run to its end: rlbench timing only."""
-    if config.backend_options.get("oracle") and config.action_timing != "rlbench":
-        raise ConfigError("backend_options['oracle'] plans one action per waypoint, each run until it is done: "
-                          "it needs action_timing='rlbench'.")
+    """backend_options["oracle"] plans one action per waypoint, each run to its end: rlbench timing only;
+    "keyframes" also a pose arm mode."""
+    for name in ("oracle", "keyframes"):
+        if config.backend_options.get(name) and config.action_timing != "rlbench":
+            raise ConfigError(f"backend_options[{name!r}] plans one action per waypoint, each run until it is done: "
+                              "it needs action_timing='rlbench'.")
+    if config.backend_options.get("keyframes") and config.arm_mode not in ("ik", "planning"):
+        raise ConfigError("backend_options['keyframes'] acts gripper poses: it needs arm_mode 'ik' or 'planning'.")
 
 
 def choose_variation(task: type[Task], config: EnvConfig, options: Mapping[str, Any] | None,
@@ -177,6 +199,7 @@ class MujocoBackend(Backend):
         check_shaped_rewards(task, config.backend_options, cls.name)
         check_dense_rewards(task, config.backend_options, cls.name)
         check_oracle_option(config)
+        check_planning_options(config)
         renderer = resolve_renderer(config)
         if renderer not in RENDERERS:
             source = "renderer" if config.renderer else "MUJOCO_GL"
@@ -243,6 +266,8 @@ class MujocoBackend(Backend):
         self.variation = choose_variation(self.task_class, self.config, options, self.rng)
         self.sim.reset(self.variation, self.rng)
         self.oracle = self.sim.oracle_actions() if self.config.backend_options.get("oracle") else None
+        if self.config.backend_options.get("keyframes"):
+            self.oracle = self.sim.keyframe_actions()
         return {"descriptions": self.sim.task.descriptions(self.variation), "variation_index": self.variation,
                 "task": self.task, "task_low_dim_size": self.task_class.state_size()}
 
@@ -283,7 +308,7 @@ class MujocoBackend(Backend):
         """One oracle demo of the episode `seed` starts, observed in `spec`'s layout, without retrying
         (get_demos retries; benchmarks/task_oracles.py measures the oracles with this)."""
         info = self.reset(seed, options)
-        frames, success = [self._observe(spec)], False
+        frames, success, marks = [self._observe(spec)], False, [0.0]
         actions: list[np.ndarray] = []
         for action in self.sim.oracle_actions():
             if len(actions) >= self.config.max_episode_steps:
@@ -291,12 +316,14 @@ class MujocoBackend(Backend):
             result = self.sim.act(action)
             actions.append(action)
             frames.append(self._observe(spec))
+            marks.append(float(self.sim.executor.waypoint_ignores_collisions))
             if result.terminated:  # success, or an invalid action (the reward may be shaped: read neither from it)
                 success = not result.info.get("invalid_action", False)
                 break
         observations = {key: np.stack([frame[key] for frame in frames]) for key in spec}
         action_array = np.array(actions, np.float32).reshape(len(actions), -1)
-        return Demo(observations, action_array, success, info["variation_index"], info["descriptions"], seed)
+        return Demo(observations, action_array, success, info["variation_index"], info["descriptions"], seed,
+                    np.array(marks))
 
     def _observe(self, spec: Mapping[str, Any]) -> dict[str, np.ndarray]:
         frame = {key: np.empty(s.shape, s.dtype) for key, s in spec.items()}

@@ -42,7 +42,7 @@ def reachable(waypoints: Sequence[Waypoint], panda: Panda) -> bool:
     return True
 
 
-def _gripper_value(executor: ActionExecutor, is_open: bool) -> float:
+def gripper_value(executor: ActionExecutor, is_open: bool) -> float:
     if executor.config.gripper_mode == "discrete":
         return float(is_open)
     return FINGER_MAX if is_open else 0.0
@@ -71,13 +71,14 @@ def oracle_actions(waypoints: Sequence[Waypoint], panda: Panda, executor: Action
         raise ConfigError("the oracles plan one action per waypoint, each run until it is done: demos need "
                           "action_timing='rlbench' (make the env that collects them with it).")
     for waypoint in waypoints:
-        gripper = _gripper_value(executor, waypoint.gripper_open)
+        executor.waypoint_ignores_collisions = waypoint.touches  # the frames of the move carry its mark
+        gripper = gripper_value(executor, waypoint.gripper_open)
         moved = False
         targets = _pose_targets(panda.tcp_pose()[0], waypoint, split=config.arm_mode != "planning")
         for index, (position, quat) in enumerate(targets):
             if executor.pose_mode:
                 moved = True
-                yield np.append(executor.encode_pose(position, quat), gripper).astype(np.float32)
+                yield executor.pose_action(position, quat, gripper, waypoint.touches)
                 continue
             goal = panda.kinematics.solve_near(panda.qpos, position, quat).qpos
             tolerance = JOINT_TOLERANCE if index == len(targets) - 1 else PASSING_TOLERANCE

@@ -9,6 +9,8 @@ One control step is CONTROL_DT of simulated time, like RLBench's 0.05 s simulati
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import mujoco
 import numpy as np
 
@@ -138,11 +140,13 @@ class Panda:
             setpoint = np.clip(setpoint + velocity * self.dt, PANDA_Q_MIN, PANDA_Q_MAX)
             self._substep(setpoint, velocity)
 
-    def _run_path(self, waypoints: list[np.ndarray], max_steps: int, wait: bool) -> bool:
+    def _run_path(self, waypoints: list[np.ndarray], max_steps: int, wait: bool,
+                  stop: Callable[[], bool] | None = None) -> bool:
         """Move the setpoint along the joint-space path from the arm's current position through
         `waypoints`: trapezoidal speed within the velocity and acceleration limits, starting from the
         arm's current velocity along the path and stopping at its end. With `wait`, continue until the
-        arm reaches the end or stops moving (RLBench's ik/planning loop). Returns whether it did (the
+        arm reaches the end or stops moving (RLBench's ik/planning loop); `stop`, checked after every control
+        step, ends it early (planning: the task succeeded, as RLBench's). Returns whether it did (the
         path run out, the arm at its end or stopped) by the last control step."""
         start = self.qpos.copy()
         path = JointPath([start] + [np.clip(q, PANDA_Q_MIN, PANDA_Q_MAX) for q in waypoints])
@@ -159,7 +163,7 @@ class Panda:
             current = self.qpos
             arrived = s >= path.length and bool(np.all(np.abs(current - path.points[-1]) < REACHED_TOLERANCE)
                                                 or np.all(np.abs(current - previous) < STILL_TOLERANCE))
-            if wait and arrived:
+            if (wait and arrived) or (stop is not None and stop()):
                 break
             previous = current.copy()
         return arrived
@@ -169,10 +173,11 @@ class Panda:
         gets there only if it can within the step). Returns whether it got there (or stopped)."""
         return self._run_path([goal], max_steps=1, wait=False)
 
-    def follow(self, path: list[np.ndarray], max_steps: int = MAX_MOTION_STEPS) -> bool:
-        """Move through joint-space waypoints, then until the arm reaches the last one or stops moving,
-        within `max_steps` (RLBench's ik/planning loop; fixed timing: one). Returns whether it did."""
-        return self._run_path(path, max_steps, wait=True)
+    def follow(self, path: list[np.ndarray], max_steps: int = MAX_MOTION_STEPS,
+               stop: Callable[[], bool] | None = None) -> bool:
+        """Move through joint-space waypoints, then until the arm reaches the last one or stops moving (or
+        `stop()` holds), within `max_steps` (RLBench's ik/planning loop; fixed timing: one). Returns whether it did."""
+        return self._run_path(path, max_steps, wait=True, stop=stop)
 
     def hold(self) -> None:
         """One control step with the arm's servos holding their setpoints and the gripper at its goal

@@ -60,6 +60,7 @@ class Simulation:
         self.dense: DenseReward | None = None  # backend_options["dense_rewards"]: the variation's dense_reward()
         self.panda = Panda(self.model, self.data)
         self.executor = ActionExecutor(config, self.panda)
+        self.executor.succeeded = self.success.met
         self.renderer = renderer
         self._owns_renderer = renderer is None
         if renderer is None and config.cameras and config.modalities:
@@ -106,12 +107,16 @@ class Simulation:
             if not reachable(self.task.oracle(self.world, variation), self.panda):
                 continue
             self._settle()
-            self.success.start(self.task.success(variation), self.task.indicators(variation))
+            self.restart_success()
             if not self.success.met_at_start():
                 return
         raise RuntimeError(f"{self.task.name}: no layout of variation {variation} in {PLACEMENT_ATTEMPTS} draws "
                            "has oracle waypoints the arm can reach and starts unsolved; the task's placement "
                            "ranges are too wide")
+
+    def restart_success(self) -> None:
+        """The episode's success condition and indicators, measured from the state now (its start)."""
+        self.success.start(self.task.success(self.variation), self.task.indicators(self.variation))
 
     def _settle(self) -> None:
         """Step with the arm held until nothing moves (at most SETTLE_STEPS), then forward."""
@@ -136,7 +141,7 @@ class Simulation:
         try:
             self.executor.apply(action)
         except InvalidAction as error:
-            return StepResult(0.0, True, {"error": f"InvalidActionError: {error}", "invalid_action": True})
+            return StepResult(0.0, True, {"error": f"{error.kind}: {error}", "invalid_action": True})
         mujoco.mj_forward(self.model, self.data)  # positions, sites and contacts of the new state
         success = self.success.met()
         if self.dense is not None:
@@ -157,6 +162,12 @@ class Simulation:
     def oracle_actions(self) -> Iterator[np.ndarray]:
         """The scripted solution of the current episode, one action at a time (see oracles.py)."""
         return oracle_actions(self.task.oracle(self.world, self.variation), self.panda, self.executor)
+
+    def keyframe_actions(self) -> Iterator[np.ndarray]:
+        """The keyframes of the current episode's own dense oracle demo, as pose actions (see keyframes.py)."""
+        from .keyframes import keyframe_actions
+
+        return keyframe_actions(self)
 
     def low_dim_state(self) -> np.ndarray:
         return self.world.state(self.task.low_dim_state(self.variation))

@@ -25,7 +25,7 @@ from ..base import Backend, Demo, StepResult, write_padded
 from .demos import demo_actions
 from .options import DEFAULT_RESET_ATTEMPTS, TASK_STATE_SIZES, check_options, task_file, task_names, tasks_dir
 from .oracle import waypoint_actions
-from .settings import action_mode, environment_options, observation_config
+from .settings import CollisionFlag, action_mode, environment_options, observation_config
 
 log = logging.getLogger("rlbench_vec")
 
@@ -116,8 +116,10 @@ class RLBenchBackend(Backend):
         self.variation = 0
         self.descriptions: dict[int, list[str]] = {}  # per variation, from the resets seen so far
 
+        mode = action_mode(config)
+        self.collision_flag = CollisionFlag(config, mode)
         self.env = Environment(
-            action_mode=action_mode(config), obs_config=observation_config(config), headless=True,
+            action_mode=mode, obs_config=observation_config(config), headless=True,
             **environment_options(self.options),
         )
         self.env.launch()
@@ -220,7 +222,7 @@ class RLBenchBackend(Backend):
             action = planned
         try:
             # a float64 copy, so RLBench never holds a view of the shared action buffer
-            obs, reward, terminate = self.task_env.step(np.array(action, dtype=np.float64))
+            obs, reward, terminate = self.task_env.step(self.collision_flag(np.array(action, dtype=np.float64)))
         except self.action_errors as error:
             self.error_count += 1  # the episode ends; self.obs stays the last valid observation
             return StepResult(0.0, True, {"error": f"{type(error).__name__}: {error}", "invalid_action": True,

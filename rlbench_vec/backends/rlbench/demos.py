@@ -57,7 +57,10 @@ def demo_actions(steps: Sequence[Any], config: EnvConfig) -> np.ndarray:
         gripper = field(GRIPPER_ACTION_SOURCE[config.gripper_mode])[1:]
         if gripper.ndim == 2:
             gripper = gripper.mean(axis=1)  # finger joint positions: one target drives both fingers
-    return np.concatenate([arm, gripper[:, None]], axis=1).astype(np.float32)
+    columns = [arm, gripper[:, None]]
+    if config.ignore_collisions_flag:  # the next step's Observation.ignore_collisions, as PerAct's replay buffer
+        columns.append(np.array([float(getattr(obs, "ignore_collisions", 0.0)) for obs in steps[1:]])[:, None])
+    return np.concatenate(columns, axis=1).astype(np.float32)
 
 
 def quaternion_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:

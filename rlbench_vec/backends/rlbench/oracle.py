@@ -92,7 +92,10 @@ def waypoint_actions(task: Any, config: EnvConfig, tip_pose: Callable[[], np.nda
                         gripper = gripper_target(point.get_ext(), gripper, config.gripper_mode)
                     action = arm_action(np.concatenate([position, pose[3:]]), tip_pose(), config)
                     acted = True
-                    yield np.append(action, gripper).astype(np.float32)
+                    # ignore_collisions_flag: the waypoint's own mark (upstream keeps it private)
+                    marked = float(getattr(point, "_ignore_collisions", False))
+                    extra = [marked] if config.ignore_collisions_flag else []
+                    yield np.array([*action, gripper, *extra], np.float32)
             point.end_of_path()
         if not (acted and task.should_repeat_waypoints()):
             return

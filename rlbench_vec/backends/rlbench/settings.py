@@ -4,10 +4,13 @@ loads libcoppeliaSim) when called, after the worker's display is set."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from ...config import CAMERAS, LOW_DIM_FIELDS, EnvConfig
+import numpy as np
+
+from ...config import CAMERAS, LOW_DIM_FIELDS, POSE_ARM_MODES, EnvConfig
 from ...spec import low_dim_fields
 from .demos import ARM_ACTION_SOURCE, GRIPPER_ACTION_SOURCE
 from .options import ENVIRONMENT_OPTIONS, RENDER_MODES
@@ -70,6 +73,33 @@ def action_mode(config: EnvConfig) -> Any:
         # always absolute: the action bounds are [0, 0.04] m, and upstream's delta mode ignores the action
         gripper_mode = gripper.GripperJointPosition(attach_grasped_objects=attach, absolute_mode=True)
     return MoveArmThenGripper(arm_mode, gripper_mode)
+
+
+class CollisionFlag:
+    """How an action's collision checking reaches the installed RLBench, for `mode` (action_mode's).
+
+    PerAct's fork (its pose arm modes' action() takes ignore_collisions; its MoveArmThenGripper reads
+    bool(action[8:9])) gets 9 numbers: the action's own 9th with ignore_collisions_flag, else one appended
+    from backend_options' collision_checking, so an 8-number action never reaches the fork's slicing (an
+    empty slice is a ValueError under NumPy 2). stepjam's master (no 9th element) gets 8 numbers, and with
+    ignore_collisions_flag the arm mode's collision_checking is set for each move: off where the 9th > 0.5."""
+
+    def __init__(self, config: EnvConfig, mode: Any):
+        self.pose = config.arm_mode in POSE_ARM_MODES
+        self.flag = config.ignore_collisions_flag
+        self.checking = bool(config.backend_options.get("collision_checking", False))
+        self.arm = mode.arm_action_mode
+        self.fork = self.pose and "ignore_collisions" in inspect.signature(self.arm.action).parameters
+
+    def __call__(self, action: np.ndarray) -> np.ndarray:
+        if not self.pose:
+            return action
+        if self.fork:
+            return action if self.flag else np.append(action, float(not self.checking))
+        if self.flag:
+            self.arm._collision_checking = not action[8] > 0.5  # upstream's constructor flag, per move
+            return action[:8]
+        return action
 
 
 def environment_options(backend_options: Mapping[str, Any]) -> dict[str, Any]:

@@ -141,12 +141,21 @@ class DenseReward:
 @dataclass
 class Waypoint:
     """A tool-centre pose of an oracle: position, quaternion (w, x, y, z), gripper open or closed.
-    straight: the tool must move there in a straight line (e.g. pulling a drawer, pressing a button)."""
+    straight: the tool must move there in a straight line (e.g. pulling a drawer, pressing a button).
+    ignore_collisions: RLBench's waypoint mark of the same name (its Observation.ignore_collisions, PerAct's 9th
+    action number): the move may touch the scene; None: what `straight` says (an approach, insertion, pull or
+    push into contact, which RLBench's tasks mark so)."""
 
     position: np.ndarray
     quat: np.ndarray
     gripper_open: bool
     straight: bool = False
+    ignore_collisions: bool | None = None
+
+    @property
+    def touches(self) -> bool:
+        """Whether the move to this waypoint ignores collisions (see ignore_collisions)."""
+        return self.straight if self.ignore_collisions is None else self.ignore_collisions
 
 
 @dataclass(frozen=True)

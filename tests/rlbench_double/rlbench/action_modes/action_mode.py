@@ -2,6 +2,8 @@ from abc import abstractmethod
 
 import numpy as np
 
+from rlbench.action_modes.arm_action_modes import PERACT_FORK
+
 
 class ActionMode(object):
 
@@ -21,6 +23,10 @@ class ActionMode(object):
 class MoveArmThenGripper(ActionMode):
 
     def action(self, scene, action: np.ndarray):
+        if PERACT_FORK:  # the fork's slicing, as its action_mode.py
+            self.arm_action_mode.action(scene, np.array(action[:7]), bool(action[8:9]))
+            self.gripper_action_mode.action(scene, np.array(action[7:8]))
+            return
         arm_act_size = np.prod(self.arm_action_mode.action_shape(scene))
         arm_action = np.array(action[:arm_act_size])
         ee_action = np.array(action[arm_act_size:])

@@ -1,12 +1,15 @@
+import os
 from enum import Enum
 
 import numpy as np
+from double_log import record
 from pyrep.errors import ConfigurationPathError, IKError
 
 from rlbench.backend.exceptions import InvalidActionError
 from rlbench.backend.scene import pose_matrix
 
 DT = 0.05
+PERACT_FORK = os.environ.get("RLBENCH_DOUBLE_PERACT_FORK") == "1"  # mimic MohitShridhar/RLBench branch peract
 
 
 def assert_action_shape(action: np.ndarray, expected_shape: tuple):
@@ -108,9 +111,17 @@ class _EndEffectorPose(ArmActionMode):
             action = _relative_to_tip(scene, action)
         return np.array(action, dtype=np.float64)
 
-    def action(self, scene, action: np.ndarray):
+    def _move(self, scene, action, ignore_collisions):
+        record("arm_move", ignore_collisions=ignore_collisions, collision_checking=self._collision_checking)
         scene.gripper_pose = self._target(scene, action)
         scene.step()
+
+    if PERACT_FORK:  # the fork's pose arm modes take the 9th action element
+        def action(self, scene, action: np.ndarray, ignore_collisions: bool = True):
+            self._move(scene, action, ignore_collisions)
+    else:
+        def action(self, scene, action: np.ndarray):
+            self._move(scene, action, None)
 
 
 class EndEffectorPoseViaPlanning(_EndEffectorPose):

@@ -44,6 +44,7 @@ class Scene(object):
         self._attempts = 0
         self._has_init_episode = False
         self._joint_position_action = None
+        self._ignore_collisions_for_current_waypoint = False  # the double's demos follow no waypoints
         self._cameras = {c: VisionSensor(SENSOR_NAMES[c]) for c in CAMERAS}
         self._masks = {c: VisionSensor(SENSOR_NAMES[c] + '_mask') for c in CAMERAS}
         self._set_camera_properties()
@@ -119,6 +120,7 @@ class Scene(object):
             self.init_episode(self._variation_index, randomly_place=randomly_place)
         self._has_init_episode = False
         self._joint_position_action = None
+        self._ignore_collisions_for_current_waypoint = False  # the double's demos follow no waypoints
         demo = [self.get_observation()]
         start_pose, start_joints = self.gripper_pose.copy(), self.joint_positions.copy()
         goal_joints = start_joints + np.linspace(-0.3, 0.3, 7)
@@ -197,6 +199,7 @@ class Scene(object):
             gripper_joint_positions=self.gripper_joints.copy() if c.gripper_joint_positions else None,
             gripper_touch_forces=None,
             task_low_dim_state=self.task.get_low_dim_state() if c.task_low_dim_state else None,
+            ignore_collisions=np.array(1.0 if self._ignore_collisions_for_current_waypoint else 0.0),
             misc=self._get_misc(),
             **images,
         )
