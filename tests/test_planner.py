@@ -1,7 +1,8 @@
 """arm_mode="planning" on mujoco as RLBench's EndEffectorPoseViaPlanning (backends/mujoco/planner.py): a keyframe
 whose straight path is blocked by a block goes around it with collision checking on and straight through it with
 PerAct's ignore_collisions set; a target with no collision-free configuration is an invalid action with its
-reason (ConfigurationPathError), or with retry_ignoring_collisions (PerAct's fork) reached anyway."""
+reason (ConfigurationPathError), or with retry_ignoring_collisions (PerAct's fork) reached anyway; RRTConnect draws
+from its own generator only."""
 
 from __future__ import annotations
 
@@ -66,3 +67,27 @@ def test_a_target_inside_the_table_has_no_path_and_says_why(env):
                 "ConfigurationPathError: A path could not be found: every IK configuration of the target collides")
     finally:
         retrying.close()
+
+
+
+def test_rrt_connect_goes_around_an_obstacle_with_its_own_randomness_only():
+    """RRTConnect on a square with a wall in the middle: a path from start to a goal whose every segment is free,
+    the same for the same seed whatever ran before (no generator shared between plans), another for another."""
+    from rlbench_vec.backends.mujoco.rrt_connect import rrt_connect
+
+    def free(q: np.ndarray) -> bool:
+        return not (abs(q[0]) < 0.1 and q[1] < 0.6)  # the wall: x in (-0.1, 0.1) below y = 0.6
+
+    def segment_free(points: list) -> bool:
+        return all(free(a + (b - a) * t) for a, b in zip(points, points[1:]) for t in np.linspace(0, 1, 50))
+
+    def plan(seed: int) -> list:
+        return rrt_connect(np.array([-0.5, 0.0]), [np.array([0.5, 0.0])], np.array([-1.0, -1.0]),
+                           np.array([1.0, 1.0]), segment_free, np.random.default_rng(seed), 0.2, 2000)
+
+    path = plan(0)
+    assert path is not None and segment_free(path) and max(q[1] for q in path) > 0.6  # over the wall's end
+    np.testing.assert_array_equal(path[0], [-0.5, 0.0])
+    np.testing.assert_array_equal(path[-1], [0.5, 0.0])
+    plan(1)
+    np.testing.assert_array_equal(np.array(plan(0)), np.array(path))
