@@ -5,8 +5,9 @@ shelf of the safe (the variation, 3).
 Success (as RLBench): nothing grasped and the money detected by the chosen shelf's region.
 Placement: upstream's `base_rotation_bounds` turn the safe one way only, [0.0, 0.0, 0.0] to
 [0.0, 0.0, +0.5 * np.pi]; here it turns 0 to 0.3 rad, one-sided as upstream's (at 0 its opening faces the
-robot): at upstream's 0..π/2 this oracle solved 87 of 100 demos (docs/tasks.md; its top-down hand, moved
-without obstacle avoidance, meets the turned safe or jams the money on the top shelf's edge). The money
+robot): at upstream's 0..π/2 this oracle solved 87 of 100 demos, at 0..0.6 rad 87, at 0..0.9 rad 70
+(docs/tasks.md; its top-down hand, moved without obstacle avoidance, meets the turned safe or jams the money on
+the top shelf's edge). The money
 lies with its yaw 0 to π/2 from the safe's, upstream's `SpawnBoundary.sample(min_rotation=(0.00, 0.00,
 0.00), max_rotation=(0.00, 0.00, +0.5 * np.pi))`, in the table's spawn area in front of the safe.
 Departures: the safe is an open box of boards (no door); the money a 20 x 6 x 2 cm box with high torsional
