@@ -9,6 +9,9 @@ cups' xyz (cup1, cup2, cup3)."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import numpy as np
 
 from ..scene import SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, Scene
@@ -25,6 +28,10 @@ class StackCups(Task):
     variation_count = len(COLORS)
     RADIUS, HALF_HEIGHT = 0.028, 0.04
     GRASP_BELOW_TOP = 0.035  # the tool centre this far below a cup's top: fingers round its upper part
+    # While a cup is held, the arm comes to rest at least this often (metres): in one long full-speed move (planning
+    # mode's path per waypoint) the cup slides along the pads, 2 cm over the lift and carry, past the edge of the
+    # base's top (its box is 2 cm from centre to side), and topples off; short moves never reach that speed.
+    HELD_MOVE = 0.1
 
     def build(self, scene: Scene) -> None:
         for name in CUPS:
@@ -63,7 +70,19 @@ class StackCups(Task):
             drop = base + [0, 0, 2 * self.HALF_HEIGHT * level + 0.006]
             waypoints += pick_and_place(world.position(name) + grip, quat, drop + grip,
                                         clearance=0.1 + 2 * self.HALF_HEIGHT * level)
-        return waypoints
+        return self._resting_while_held(waypoints)
+
+    def _resting_while_held(self, waypoints: list[Waypoint]) -> list[Waypoint]:
+        """The waypoints, with each move between two closed-gripper waypoints cut into pieces at most HELD_MOVE
+        long along its straight line (each piece marked as the move's end)."""
+        rested = waypoints[:1]
+        for previous, waypoint in zip(waypoints, waypoints[1:]):
+            if not (previous.gripper_open or waypoint.gripper_open):
+                delta = waypoint.position - previous.position
+                count = max(1, math.ceil(float(np.linalg.norm(delta)) / self.HELD_MOVE))
+                rested += [replace(waypoint, position=previous.position + i / count * delta) for i in range(1, count)]
+            rested.append(waypoint)
+        return rested
 
 
 TASK = StackCups
