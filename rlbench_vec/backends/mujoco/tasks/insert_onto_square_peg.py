@@ -8,7 +8,11 @@ is a frame of four boxes (a 6 cm square hole), the spokes square pegs on a commo
 quaternion xyzw, then spoke0's, spoke1's and spoke2's xyz, in their order along the bar (the chosen one is
 drawn per episode, so the order does not tell it).
 Placement yaw: the base (the spoke bar and the area the ring is drawn in beside it) ±π about its middle, as
-upstream's, and the ring ±π on it; layouts the oracle cannot reach are drawn again."""
+upstream's, and the ring ±π on it; layouts the oracle cannot reach are drawn again.
+Oracle: grasp a bar, carry the ring turned square with the spoke, let it go round the spoke with the palm above
+the spoke's top (lower, the palm meets it) and the ring off centre towards the grasped bar (the finger inside
+the ring stalls against the spoke as it opens), then push that bar towards the spoke with the closed fingers:
+the region (2 cm round the spoke's axis) misses a ring lying centred on the spoke, whose bars are 3 cm away."""
 
 from __future__ import annotations
 
@@ -47,6 +51,11 @@ class InsertOntoSquarePeg(Task):
     SPACING = 0.12  # between spokes
     BAR = (0.06, -0.14)  # the spoke bar's middle, base frame (from the base's middle)
     RING_AREA = ((-0.12, 0.08), (0.0, 0.2))  # where the ring's centre is drawn, base frame
+    CLEARANCE = 2 * SPOKE_HALF_HEIGHT + 0.06  # the oracle's carry and push approach, above the let-go pose
+    LET_GO_HEIGHT = 0.09  # the TCP above the table where the ring is let go: the palm above the spoke's top
+    LET_GO_OFF_CENTRE = 0.014  # the ring's centre let go this far from the spoke, towards the grasped bar
+    PUSH_HEIGHT = 0.015  # the closed fingers push the ring's bar this high above the table ...
+    PUSH_FROM, PUSH_TO = 0.095, 0.047  # ... from this far from the spoke's axis to this far
 
     def build(self, scene: Scene) -> None:
         for name in SPOKES:
@@ -90,13 +99,35 @@ class InsertOntoSquarePeg(Task):
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         ring, ring_yaw = world.position("ring"), body_yaw(world.quat("ring"))
+        spoke, spoke_yaw = world.position(CENTRE), body_yaw(world.quat(CENTRE))
         middle = self.RING_OUTER - self.RING_BAR
-        grasp_offset = middle * np.array([math.cos(ring_yaw), math.sin(ring_yaw), 0.0])  # the bar at the ring's +x
-        # fingers close across that bar, along the ring's x axis: the gripper's yaw is the ring's minus 90 degrees
-        quat = top_down_quat(square_yaw(ring_yaw - math.pi / 2, math.pi))
-        spoke = world.position(CENTRE)
-        drop = np.array([spoke[0], spoke[1], TABLE_TOP_Z + self.RING_HALF_HEIGHT + 0.01]) + grasp_offset
-        return pick_and_place(ring + grasp_offset, quat, drop, clearance=2 * self.SPOKE_HALF_HEIGHT + 0.06)
+        # fingers close across the bar at the ring's +x, along the ring's x axis: the hand's yaw is the ring's minus
+        # 90 degrees; carried, the hand turns the ring square with the spoke (the success region's axes)
+        hand_yaw = square_yaw(ring_yaw - math.pi / 2, math.pi)
+        turn = square_yaw(spoke_yaw - ring_yaw, math.pi / 2)
+        along = np.array([math.cos(ring_yaw + turn), math.sin(ring_yaw + turn), 0.0])  # the grasped bar, let go
+        drop = spoke + (middle + self.LET_GO_OFF_CENTRE) * along + [0.0, 0.0, self.LET_GO_HEIGHT]
+        grasp = ring + middle * np.array([math.cos(ring_yaw), math.sin(ring_yaw), 0.0])
+        placed = pick_and_place(grasp, top_down_quat(hand_yaw), drop, clearance=self.CLEARANCE,
+                                drop_quat=top_down_quat(hand_yaw + turn))
+        return placed + self.seat(spoke, spoke_yaw, drop)
+
+    def seat(self, spoke: np.ndarray, spoke_yaw: float, hand: np.ndarray) -> list[Waypoint]:
+        """The closed fingers, across the ring's bar on the side of the spoke nearer the hand (never along the
+        spoke bar, where the other spokes stand), push that bar towards the spoke: the ring, wherever it fell
+        round the spoke, comes to rest against it, its bar inside the success region."""
+        side = np.array([math.cos(spoke_yaw), math.sin(spoke_yaw), 0.0])
+        side = side if side @ (hand - spoke) >= 0 else -side
+        quat = top_down_quat(square_yaw(spoke_yaw, math.pi))  # the fingers along the spoke bar
+        low = np.array([spoke[0], spoke[1], TABLE_TOP_Z + self.PUSH_HEIGHT])
+        start, end = low + self.PUSH_FROM * side, low + self.PUSH_TO * side
+        above = start + [0.0, 0.0, self.CLEARANCE]
+        return [
+            Waypoint(above, quat, False),
+            Waypoint(start, quat, False, straight=True),
+            Waypoint(end, quat, False, straight=True),
+            Waypoint(end + [0.0, 0.0, self.CLEARANCE], quat, False, straight=True),
+        ]
 
 
 TASK = InsertOntoSquarePeg
