@@ -133,12 +133,13 @@ class PlaceShapeInShapeSorter(Task):
         def clearance(yaw: float) -> float:
             along = np.array([-math.sin(yaw), math.cos(yaw)])  # the fingers' closing direction
             fingers = [centre + side * self.FINGER_REACH * along for side in (-1, 1)]
-            to_shapes = min(np.linalg.norm(finger - other) for finger in fingers for other in others)
+            to_shapes = min(float(np.linalg.norm(finger - other)) for finger in fingers for other in others)
             to_sorter = min(self.sorter_distance(centre + t * along - sorter, sorter_yaw)
                             for t in np.linspace(-self.HAND_HALF_LENGTH, self.HAND_HALF_LENGTH, 9))
             return min(to_shapes - self.SHAPE_RADIUS, to_sorter)
 
-        return max((base, base - math.copysign(math.pi / 2, base)), key=clearance)
+        turned = base - math.copysign(math.pi / 2, base)
+        return base if clearance(base) >= clearance(turned) else turned
 
     def sorter_distance(self, offset: np.ndarray, yaw: float) -> float:
         """How far a point `offset` (xy) from the sorter's middle lies outside its footprint (turned by
