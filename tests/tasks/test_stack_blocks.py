@@ -35,7 +35,7 @@ def test_stack_blocks_descriptions_are_upstreams_word_for_word():
 
 
 def test_stack_blocks_on_mujoco():
-    check_mujoco(TASK, variations=60, descriptions=UPSTREAM_DESCRIPTIONS[0])
+    check_mujoco(TASK, variations=60, descriptions=UPSTREAM_DESCRIPTIONS[0], max_episode_steps=250)
 
 
 def test_stack_blocks_on_mjwarp():

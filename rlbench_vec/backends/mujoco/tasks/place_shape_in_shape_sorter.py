@@ -48,6 +48,9 @@ class PlaceShapeInShapeSorter(Task):
     SORTER_HALF = (0.05, 0.18, 0.05)
     HOLE_HALF, WALL = 0.03, 0.005
     MIN_DISTANCE = 0.05  # between the shapes' centres (upstream's SpawnBoundary min_distance)
+    FINGER_REACH = 0.052  # from the tool centre to an open finger's pad, along the fingers
+    HAND_HALF_LENGTH = 0.1  # the hand's half-length along the fingers (it spans the sorter's height)
+    SHAPE_RADIUS = 0.04  # a shape's box (its half-diagonal) and a finger pad's half-width, as a circle
 
     def build(self, scene: Scene) -> None:
         for name, rgb in zip(SHAPES, COLOURS):
@@ -119,9 +122,35 @@ class PlaceShapeInShapeSorter(Task):
     def low_dim_state(self, variation: int):
         return (*(body_position(name) for name in SHAPES), body_position("shape_sorter"))
 
+    def grasp_yaw(self, world: World, shape: str) -> float:
+        """Of the two gripper yaws with the fingers on the shape's faces, the one whose open fingers and hand
+        (its 20 cm long side runs along the fingers) keep further from the other shapes and the sorter."""
+        centre = world.position(shape)[:2]
+        base = square_yaw(body_yaw(world.quat(shape)), math.pi / 2)
+        others = [world.position(name)[:2] for name in SHAPES if name != shape]
+        sorter, sorter_yaw = world.position("shape_sorter")[:2], body_yaw(world.quat("shape_sorter"))
+
+        def clearance(yaw: float) -> float:
+            along = np.array([-math.sin(yaw), math.cos(yaw)])  # the fingers' closing direction
+            fingers = [centre + side * self.FINGER_REACH * along for side in (-1, 1)]
+            to_shapes = min(float(np.linalg.norm(finger - other)) for finger in fingers for other in others)
+            to_sorter = min(self.sorter_distance(centre + t * along - sorter, sorter_yaw)
+                            for t in np.linspace(-self.HAND_HALF_LENGTH, self.HAND_HALF_LENGTH, 9))
+            return min(to_shapes - self.SHAPE_RADIUS, to_sorter)
+
+        turned = base - math.copysign(math.pi / 2, base)
+        return base if clearance(base) >= clearance(turned) else turned
+
+    def sorter_distance(self, offset: np.ndarray, yaw: float) -> float:
+        """How far a point `offset` (xy) from the sorter's middle lies outside its footprint (turned by
+        `yaw`); negative inside."""
+        along = abs(-math.sin(yaw) * offset[0] + math.cos(yaw) * offset[1]) - self.SORTER_HALF[1]
+        across = abs(math.cos(yaw) * offset[0] + math.sin(yaw) * offset[1]) - self.SORTER_HALF[0]
+        return float(np.hypot(max(along, 0.0), max(across, 0.0)) + min(max(along, across), 0.0))
+
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         shape = SHAPES[variation]
-        grasp_yaw = square_yaw(body_yaw(world.quat(shape)), math.pi / 2)  # fingers on the box's faces
+        grasp_yaw = self.grasp_yaw(world, shape)
         sorter, yaw = world.position("shape_sorter"), body_yaw(world.quat("shape_sorter"))
         hole = sorter + HOLE_Y[variation] * np.array([-math.sin(yaw), math.cos(yaw), 0.0])
         drop = hole + [0, 0, 2 * self.SORTER_HALF[2] + self.HALF + 0.015]  # let go just above the hole

@@ -45,6 +45,7 @@ class StackBlocks(Task):
     variation_count = len(COLORS) * MAX_STACKED
     HALF = 0.025
     STACK_HALF = (0.04, 0.04, 0.13)  # the region over the plane
+    HAND_HALF_LENGTH = 0.1  # the hand's half-length along the fingers
 
     def build(self, scene: Scene) -> None:
         for name in TARGETS + DISTRACTORS:
@@ -88,12 +89,27 @@ class StackBlocks(Task):
     def low_dim_state(self, variation: int):
         return (*(body_position(name) for name in TARGETS + DISTRACTORS), body_position("plane"))
 
+    def grasp_yaw(self, world: World, name: str) -> float:
+        """Of the two gripper yaws with the fingers on the block's faces, the one whose hand (20 cm long along
+        the fingers, low enough at the grasp to meet a stack) keeps further from the plane and the other blocks."""
+        centre = world.position(name)[:2]
+        others = [world.position(other)[:2] for other in (*TARGETS, *DISTRACTORS, "plane") if other != name]
+
+        def clearance(yaw: float) -> float:
+            along = np.array([-math.sin(yaw), math.cos(yaw)])  # the fingers' closing direction
+            return min(float(np.linalg.norm(centre + t * along - other))
+                       for t in np.linspace(-self.HAND_HALF_LENGTH, self.HAND_HALF_LENGTH, 9) for other in others)
+
+        base = square_yaw(body_yaw(world.quat(name)), math.pi / 2)
+        turned = base - math.copysign(math.pi / 2, base)
+        return base if clearance(base) >= clearance(turned) else turned
+
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         _, count = self.plan(variation)
         plane = world.position("plane")
         waypoints: list[Waypoint] = []
         for level, name in enumerate(TARGETS[:count]):
-            quat = top_down_quat(square_yaw(body_yaw(world.quat(name)), math.pi / 2))
+            quat = top_down_quat(self.grasp_yaw(world, name))
             drop = plane + [0, 0, self.HALF * (2 * level + 1) + 0.006]
             waypoints += pick_and_place(world.position(name), quat, drop, clearance=0.1 + 2 * self.HALF * level)
         return waypoints
