@@ -36,7 +36,9 @@ class PutItemInDrawer(OpenDrawer):
     CENTRE_X = (0.42, 0.46)  # nearer than open_drawer's: the block on top lies within a top-down hand's reach
     ON_TOP_INSET = 0.04  # the block's centre behind the cabinet's front edge
     CLEAR_OF_HANDLES = 0.07  # the carried block comes down this far in front of the drop, clear of the handles
-    PULL = 0.13  # metres the oracle opens the drawer: room for the block and the hand
+    # Metres the oracle opens the drawer: room for the block, and for the hand coming down over the drop
+    # clear of the handle of the drawer above (at 0.13 m the hand landed on that handle and let go there).
+    PULL = 0.17
     DROP_DEPTH = 0.065  # the block is set down this far behind the drawer's front
     OVER_FRONT = 0.085  # carried this high above the drop: the block clears the drawer's front, in reach
     BACK_OFF = 0.08  # the hand's retreat from the handle, along its approach
