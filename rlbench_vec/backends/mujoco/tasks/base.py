@@ -11,6 +11,7 @@ needs no mjwarp code of its own.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
@@ -280,6 +281,14 @@ def square_yaw(yaw: float, symmetry: float) -> float:
     """The gripper yaw within ±symmetry/2 that grasps an object of yaw `yaw` looking the same every
     `symmetry` radians (a cube: pi/2; a bar grasped across: pi)."""
     return (yaw + symmetry / 2) % symmetry - symmetry / 2
+
+
+def clearest_face_yaw(yaw: float, clearance: Callable[[float], float]) -> float:
+    """Of the two gripper yaws with the fingers on the faces of a box of yaw `yaw` (square_yaw's, and it turned a
+    quarter), the one with the larger clearance(gripper_yaw) (the nearer on a tie)."""
+    base = square_yaw(yaw, math.pi / 2)
+    turned = base - math.copysign(math.pi / 2, base)
+    return base if clearance(base) >= clearance(turned) else turned
 
 
 def pick_and_place(start: np.ndarray, quat: np.ndarray, drop: np.ndarray, clearance: float = 0.1,

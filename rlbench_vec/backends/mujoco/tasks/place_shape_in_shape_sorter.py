@@ -27,6 +27,7 @@ from .base import (
     World,
     body_position,
     body_yaw,
+    clearest_face_yaw,
     pick_and_place,
     sample_apart,
     square_yaw,
@@ -126,7 +127,6 @@ class PlaceShapeInShapeSorter(Task):
         """Of the two gripper yaws with the fingers on the shape's faces, the one whose open fingers and hand
         (its 20 cm long side runs along the fingers) keep further from the other shapes and the sorter."""
         centre = world.position(shape)[:2]
-        base = square_yaw(body_yaw(world.quat(shape)), math.pi / 2)
         others = [world.position(name)[:2] for name in SHAPES if name != shape]
         sorter, sorter_yaw = world.position("shape_sorter")[:2], body_yaw(world.quat("shape_sorter"))
 
@@ -138,8 +138,7 @@ class PlaceShapeInShapeSorter(Task):
                             for t in np.linspace(-self.HAND_HALF_LENGTH, self.HAND_HALF_LENGTH, 9))
             return min(to_shapes - self.SHAPE_RADIUS, to_sorter)
 
-        turned = base - math.copysign(math.pi / 2, base)
-        return base if clearance(base) >= clearance(turned) else turned
+        return clearest_face_yaw(body_yaw(world.quat(shape)), clearance)
 
     def sorter_distance(self, offset: np.ndarray, yaw: float) -> float:
         """How far a point `offset` (xy) from the sorter's middle lies outside its footprint (turned by

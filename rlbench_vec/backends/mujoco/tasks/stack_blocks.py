@@ -26,10 +26,10 @@ from .base import (
     World,
     body_position,
     body_yaw,
+    clearest_face_yaw,
     pick_and_place,
     pick_colours,
     sample_apart,
-    square_yaw,
     top_down_quat,
 )
 from .conditions import ConditionSet, DetectedCondition, NothingGrasped, OrConditions
@@ -100,9 +100,7 @@ class StackBlocks(Task):
             return min(float(np.linalg.norm(centre + t * along - other))
                        for t in np.linspace(-self.HAND_HALF_LENGTH, self.HAND_HALF_LENGTH, 9) for other in others)
 
-        base = square_yaw(body_yaw(world.quat(name)), math.pi / 2)
-        turned = base - math.copysign(math.pi / 2, base)
-        return base if clearance(base) >= clearance(turned) else turned
+        return clearest_face_yaw(body_yaw(world.quat(name)), clearance)
 
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         _, count = self.plan(variation)
