@@ -283,6 +283,20 @@ def square_yaw(yaw: float, symmetry: float) -> float:
     return (yaw + symmetry / 2) % symmetry - symmetry / 2
 
 
+HAND_HALF_LENGTH = 0.1  # m: half the Panda hand's length, along the fingers' closing direction
+
+
+def closing_direction(yaw: float) -> np.ndarray:
+    """The xy direction a top-down gripper of yaw `yaw` closes its fingers along."""
+    return np.array([-math.sin(yaw), math.cos(yaw)])
+
+
+def hand_points(centre: np.ndarray, yaw: float) -> list[np.ndarray]:
+    """Nine xy points along a top-down hand of yaw `yaw` over `centre` (xy), end to end."""
+    along = closing_direction(yaw)
+    return [centre + t * along for t in np.linspace(-HAND_HALF_LENGTH, HAND_HALF_LENGTH, 9)]
+
+
 def clearest_face_yaw(yaw: float, clearance: Callable[[float], float]) -> float:
     """Of the two gripper yaws with the fingers on the faces of a box of yaw `yaw` (square_yaw's, and it turned a
     quarter), the one with the larger clearance(gripper_yaw) (the nearer on a tie)."""

@@ -28,6 +28,8 @@ from .base import (
     body_position,
     body_yaw,
     clearest_face_yaw,
+    closing_direction,
+    hand_points,
     pick_and_place,
     sample_apart,
     square_yaw,
@@ -50,7 +52,6 @@ class PlaceShapeInShapeSorter(Task):
     HOLE_HALF, WALL = 0.03, 0.005
     MIN_DISTANCE = 0.05  # between the shapes' centres (upstream's SpawnBoundary min_distance)
     FINGER_REACH = 0.052  # from the tool centre to an open finger's pad, along the fingers
-    HAND_HALF_LENGTH = 0.1  # the hand's half-length along the fingers (it spans the sorter's height)
     SHAPE_RADIUS = 0.04  # a shape's box (its half-diagonal) and a finger pad's half-width, as a circle
 
     def build(self, scene: Scene) -> None:
@@ -131,11 +132,9 @@ class PlaceShapeInShapeSorter(Task):
         sorter, sorter_yaw = world.position("shape_sorter")[:2], body_yaw(world.quat("shape_sorter"))
 
         def clearance(yaw: float) -> float:
-            along = np.array([-math.sin(yaw), math.cos(yaw)])  # the fingers' closing direction
-            fingers = [centre + side * self.FINGER_REACH * along for side in (-1, 1)]
+            fingers = [centre + side * self.FINGER_REACH * closing_direction(yaw) for side in (-1, 1)]
             to_shapes = min(float(np.linalg.norm(finger - other)) for finger in fingers for other in others)
-            to_sorter = min(self.sorter_distance(centre + t * along - sorter, sorter_yaw)
-                            for t in np.linspace(-self.HAND_HALF_LENGTH, self.HAND_HALF_LENGTH, 9))
+            to_sorter = min(self.sorter_distance(point - sorter, sorter_yaw) for point in hand_points(centre, yaw))
             return min(to_shapes - self.SHAPE_RADIUS, to_sorter)
 
         return clearest_face_yaw(body_yaw(world.quat(shape)), clearance)

@@ -27,6 +27,7 @@ from .base import (
     body_position,
     body_yaw,
     clearest_face_yaw,
+    hand_points,
     pick_and_place,
     pick_colours,
     sample_apart,
@@ -45,7 +46,6 @@ class StackBlocks(Task):
     variation_count = len(COLORS) * MAX_STACKED
     HALF = 0.025
     STACK_HALF = (0.04, 0.04, 0.13)  # the region over the plane
-    HAND_HALF_LENGTH = 0.1  # the hand's half-length along the fingers
 
     def build(self, scene: Scene) -> None:
         for name in TARGETS + DISTRACTORS:
@@ -96,9 +96,7 @@ class StackBlocks(Task):
         others = [world.position(other)[:2] for other in (*TARGETS, *DISTRACTORS, "plane") if other != name]
 
         def clearance(yaw: float) -> float:
-            along = np.array([-math.sin(yaw), math.cos(yaw)])  # the fingers' closing direction
-            return min(float(np.linalg.norm(centre + t * along - other))
-                       for t in np.linspace(-self.HAND_HALF_LENGTH, self.HAND_HALF_LENGTH, 9) for other in others)
+            return min(float(np.linalg.norm(point - other)) for point in hand_points(centre, yaw) for other in others)
 
         return clearest_face_yaw(body_yaw(world.quat(name)), clearance)
 
