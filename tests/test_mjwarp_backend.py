@@ -147,14 +147,20 @@ def test_depth_and_masks_match_the_mujoco_renderer(sim):
 
 def test_oracle_actions_solve_the_task_in_every_world(sim):
     """The mujoco backend's oracle (absolute ik poses, planned from the same episode start) drives every
-    world to success: reward 1 and termination, each world at its own step."""
+    world to success: reward 1 and termination, each world at its own step; every move ends with the arm at
+    rest, as the mujoco backend's (robot.py) and RLBench's paths."""
+    from rlbench_vec.backends.mujoco.robot import AT_REST_SPEED  # imports MuJoCo: after the renderer's choice
+
     sim.reset(seeds=SEEDS)
-    assert drive_oracles(sim, sim.config, SEEDS).tolist() == [1.0] * WORLDS
+    speeds: list[float] = []
+    assert drive_oracles(sim, sim.config, SEEDS, speeds).tolist() == [1.0] * WORLDS
+    assert max(speeds) < AT_REST_SPEED
 
 
-def drive_oracles(sim, cfg: EnvConfig, seeds: list[int]) -> np.ndarray:
+def drive_oracles(sim, cfg: EnvConfig, seeds: list[int], end_speeds: list[float] | None = None) -> np.ndarray:
     """Step every world with the mujoco backend's oracle of its episode (the oracle plans from the
-    reference simulation, stepped alongside); the reward each world got."""
+    reference simulation, stepped alongside); the reward each world got. end_speeds: gets the fastest joint
+    speed of each acting world after each step."""
     references = [reference(cfg, seed) for seed in seeds]
     oracles = [host.oracle_actions() for host in references]
     rewards, done = np.zeros(len(seeds)), np.zeros(len(seeds), bool)
@@ -167,6 +173,9 @@ def drive_oracles(sim, cfg: EnvConfig, seeds: list[int]) -> np.ndarray:
                 actions[world] = action
         result = sim.step(actions, active=~done)
         assert not result.fault.cpu().numpy().any() and not result.error.cpu().numpy().any()
+        if end_speeds is not None:
+            velocities = np.abs(sim.observe()["joint_velocities"].cpu().numpy())
+            end_speeds.extend(velocities[~done].max(axis=1).tolist())
         rewards += result.reward.cpu().numpy()
         done |= result.terminated.cpu().numpy()
         if done.all():

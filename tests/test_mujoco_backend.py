@@ -215,6 +215,25 @@ def test_pose_actions_reach_commanded_poses(backend_for, arm_mode):
         assert abs(abs(np.dot(pose[3:], quat)) - 1.0) < 1e-3  # same rotation up to sign
 
 
+def test_a_pose_action_ends_with_the_arm_at_rest(backend_for):
+    """As RLBench's paths (PyRep's Reflexxes profile) and as PerAct's keypoint rule expects of a demo's
+    waypoints: carrying the block, pick_and_lift's oracle ended moves at its targets with joints still turning
+    at up to 0.08 rad/s."""
+    backend = backend_for(task="pick_and_lift", arm_mode="ik", low_dim=("joint_velocities",), max_episode_steps=40,
+                          backend_options={"variation": "random"})
+    from rlbench_vec.backends.mujoco.robot import AT_REST_SPEED  # imports MuJoCo: after the renderer's choice
+
+    for seed in range(5):
+        backend.reset(seed, None)
+        for action in backend.sim.oracle_actions():
+            result = backend.step(action)
+            speed = np.abs(observe(backend)["joint_velocities"]).max()
+            assert speed < AT_REST_SPEED, (seed, speed)
+            if result.terminated:
+                break
+        assert result.reward == 1.0
+
+
 def test_delta_pose_and_joint_actions_move_as_commanded(backend_for):
     delta = backend_for(absolute_mode=False)
     delta.reset(0, None)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..mujoco.robot import FINGERS_STILL, MAX_GRIPPER_STEPS, REACHED_TOLERANCE, STILL_TOLERANCE
+from ..mujoco.robot import AT_REST_SPEED, FINGERS_STILL, MAX_GRIPPER_STEPS, REACHED_TOLERANCE, STILL_TOLERANCE
 from .control import (
     ARM_MOVING,
     GRIPPER_MOVING,
@@ -30,6 +30,7 @@ from .kinematics import vec7
 
 _ARM_MOVING, _GRIPPER_MOVING = wp.constant(ARM_MOVING), wp.constant(GRIPPER_MOVING)
 REACHED, STILL = wp.constant(float(REACHED_TOLERANCE)), wp.constant(float(STILL_TOLERANCE))
+AT_REST = wp.constant(float(AT_REST_SPEED))
 GRIPPER_STEPS, FINGER_STILL = wp.constant(MAX_GRIPPER_STEPS), wp.constant(float(FINGERS_STILL))
 
 
@@ -57,8 +58,8 @@ def keep_frozen(c: Controller, time: wp.array(dtype=float), qpos: wp.array2d(dty
 
 
 @wp.func
-def arm_arrived(c: Controller, world: int, q: vec7) -> bool:
-    """The path is run out and the arm reached its goal or stopped (robot.py's _run_path with wait)."""
+def arm_arrived(arm: Arm, c: Controller, world: int, q: vec7, qvel: wp.array2d(dtype=float)) -> bool:
+    """The path is run out and the arm reached its goal at rest or stopped (robot.py's _run_path with wait)."""
     if c.path_s[world] < c.path_length[world]:
         return False
     goal = c.goal[world]
@@ -70,6 +71,8 @@ def arm_arrived(c: Controller, world: int, q: vec7) -> bool:
             reached = False
         if wp.abs(q[j] - previous[j]) >= STILL:
             still = False
+        if wp.abs(qvel[world, arm.dof_adr[j]]) >= AT_REST:
+            reached = False
     return reached or still
 
 
@@ -125,7 +128,7 @@ def end_control_step(arm: Arm, c: Controller, wait: int, qpos: wp.array2d(dtype=
     steps = c.steps[world] + 1
     c.steps[world] = steps
     if phase == PHASE_ARM:
-        finished = steps >= c.budget[world] or (wait != 0 and arm_arrived(c, world, q))
+        finished = steps >= c.budget[world] or (wait != 0 and arm_arrived(arm, c, world, q, qvel))
         c.previous[world] = q
         if finished:
             c.hold[world] = q
@@ -155,7 +158,7 @@ def end_fixed_step(arm: Arm, c: Controller, paths: int, qpos: wp.array2d(dtype=f
         return
     c.control_steps[world] = 1
     moving = c.moving[world] & _GRIPPER_MOVING
-    if paths != 0 and not arm_arrived(c, world, q):
+    if paths != 0 and not arm_arrived(arm, c, world, q, qvel):
         moving = moving | _ARM_MOVING
     if moving & _GRIPPER_MOVING:
         steps = c.gripper_steps[world] + 1

@@ -23,6 +23,9 @@ CONTROL_DT = 0.05
 GRIPPER_SPEED = 0.2  # m/s of finger travel, RLBench's gripper actuation velocity
 REACHED_TOLERANCE = 0.01  # rad, as RLBench's "joints reached their targets" check
 STILL_TOLERANCE = 0.001  # rad per control step: the arm stopped (e.g. blocked by a contact)
+# rad/s: every joint slower than this, the arm is at rest. A move ends at rest, as RLBench's paths do, so a
+# demo shows each waypoint as a rest to PerAct's keypoint rule (stopping_delta 0.1 rad/s).
+AT_REST_SPEED = 0.05
 MAX_MOTION_STEPS = 100  # control steps (5 s) one ik/planning action may take
 MAX_GRIPPER_STEPS = 20  # control steps (1 s) one gripper actuation may take
 GRIPPER_OPEN_FRACTION = 0.9  # gripper_open: the fingers are more than this open, as RLBench
@@ -104,6 +107,10 @@ class Panda:
         return self.data.qfrc_actuator[self.arm_dof_adr]
 
     @property
+    def at_rest(self) -> bool:
+        return bool(np.all(np.abs(self.qvel) < AT_REST_SPEED))
+
+    @property
     def finger_qpos(self) -> np.ndarray:
         return self.data.qpos[self.finger_qpos_adr]
 
@@ -145,7 +152,7 @@ class Panda:
         """Move the setpoint along the joint-space path from the arm's current position through
         `waypoints`: trapezoidal speed within the velocity and acceleration limits, starting from the
         arm's current velocity along the path and stopping at its end. With `wait`, continue until the
-        arm reaches the end or stops moving (RLBench's ik/planning loop); `stop`, checked after every control
+        arm reaches the end at rest or stops moving (RLBench's ik/planning loop); `stop`, checked after every control
         step, ends it early (planning: the task succeeded, as RLBench's). Returns whether it did (the
         path run out, the arm at its end or stopped) by the last control step."""
         start = self.qpos.copy()
@@ -161,8 +168,8 @@ class Panda:
                 setpoint, direction = path.at(s)
                 self._substep(setpoint, direction * speed if s < path.length else np.zeros(ARM_DOFS))
             current = self.qpos
-            arrived = s >= path.length and bool(np.all(np.abs(current - path.points[-1]) < REACHED_TOLERANCE)
-                                                or np.all(np.abs(current - previous) < STILL_TOLERANCE))
+            reached = np.all(np.abs(current - path.points[-1]) < REACHED_TOLERANCE) and self.at_rest
+            arrived = s >= path.length and bool(reached or np.all(np.abs(current - previous) < STILL_TOLERANCE))
             if (wait and arrived) or (stop is not None and stop()):
                 break
             previous = current.copy()
