@@ -1,8 +1,11 @@
-"""put_groceries_in_cupboard on both embedded backends, and its descriptions as upstream's."""
+"""put_groceries_in_cupboard on both embedded backends, its descriptions as upstream's, and the oracle's grasp heading
+chosen clear of the other groceries (the keyframe policy where the nearer heading would brush one)."""
 
+import numpy as np
 from placement_checks import YawRange, check_own_yaws, check_placement
 from task_checks import check_descriptions, check_mjwarp, check_mujoco, config
 
+from rlbench_vec.backends.mujoco import BACKEND
 from rlbench_vec.backends.mujoco.tasks.put_groceries_in_cupboard import GROCERIES
 
 TASK = "put_groceries_in_cupboard"
@@ -50,3 +53,21 @@ def test_put_groceries_in_cupboard_placement_is_upstreams_each_grocery_its_own_y
                                     *(YawRange(body, -3.14, 3.14, relative_to="cupboard") for body in BODIES)),
                              config(TASK))
     check_own_yaws(worlds, BODIES)
+
+
+def test_put_groceries_in_cupboard_keyframes_solve_episodes_with_a_grocery_behind_the_hand():
+    """Seeds 38 and 48 (planning mode) stand another grocery within 8 cm of the hand heading nearer the
+    cupboard; that hand brushed it, squeezing the fingers below 90% open mid-approach, so PerAct's rule read a
+    grasp there and the keyframe policy failed both. The hand heads the other way along the grocery's depth."""
+    cfg = config(TASK, arm_mode="planning", ignore_collisions_flag=True, max_episode_steps=30,
+                 backend_options={"variation": "random", "keyframes": True})
+    backend = BACKEND(cfg, 0)
+    try:
+        for seed in (38, 48):
+            backend.reset(seed, None)
+            result = backend.step(np.zeros(9, np.float32))
+            while not result.terminated:
+                result = backend.step(np.zeros(9, np.float32))
+            assert result.reward == 1.0, (seed, result.info)
+    finally:
+        backend.close()

@@ -14,8 +14,9 @@ table's spawn area (which does not turn) clear of the cupboard and of the corrid
 where the oracle's hand comes down (upstream's workspace shape is in its scene file). The oracle grasps
 across the grocery's width with its hand pitched 45° down (a top-down hand cannot enter the shelf, a
 horizontal one hits the table at a grocery's height), heading along the grocery's depth whichever way is
-nearer the cupboard's, turns it in place onto the cupboard's heading in steps of 0.3 rad, and slides it
-onto the shelf. State: the nine groceries' xyz in upstream's order, the cupboard's xyz and quaternion xyzw."""
+nearer the cupboard's (the other way where that keeps the hand clearer of the other groceries), turns it in
+place onto the cupboard's heading in steps of 0.3 rad, and slides it onto the shelf. State: the nine groceries' xyz
+in upstream's order, the cupboard's xyz and quaternion xyzw."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import numpy as np
 
 from ..geometry import frame_quat, yaw_rotation
 from ..scene import SCENERY, SPAWN_HIGH, SPAWN_LOW, TABLE_TOP_Z, Scene, axis_angle_quat, geom
-from .base import DEFAULT_YAW, Task, Waypoint, World, body_position, body_quat, body_yaw, square_yaw
+from .base import DEFAULT_YAW, Task, Waypoint, World, body_position, body_quat, body_yaw, hand_points, square_yaw
 from .conditions import ConditionSet, DetectedCondition, NothingGrasped
 from .objects import free_box, held_cylinder, mocap_body, region
 
@@ -79,6 +80,8 @@ class PutGroceriesInCupboard(Task):
     # Before the grasp the hand waits this far back along its approach and this much higher: the hand clear of
     # tall neighbours 10 cm away (the tip of a hand 12 cm back along the approach to a tuna can was 10 cm up)
     BACK_OFF, RAISE = 0.08, 0.06
+    HAND_BEHIND = 0.05  # m: the pitched hand's body lies this far behind the grasp, seen from above ...
+    HAND_CLEARANCE = 0.08  # ... and should keep this far from the other groceries' centres
 
     def build(self, scene: Scene) -> None:
         wood = (0.62, 0.45, 0.3, 1.0)
@@ -146,6 +149,23 @@ class PutGroceriesInCupboard(Task):
         """The direction the hand of hand_quat(yaw) points."""
         return math.cos(self.PITCH) * np.array([math.cos(yaw), math.sin(yaw), 0.0]) + [0.0, 0.0, -math.sin(self.PITCH)]
 
+    def grasp_heading(self, world: World, grocery: Grocery, yaw: float) -> float:
+        """The hand's heading for the grasp, along the grocery's depth: the way nearer the cupboard's heading `yaw`,
+        unless the pitched hand's body (behind the grasp, 20 cm long across it) would come nearer the other groceries
+        than HAND_CLEARANCE and the other way keeps it further from them."""
+        nearer = yaw + square_yaw(body_yaw(world.quat(grocery.body)) - yaw, math.pi)
+        flipped = nearer - math.copysign(math.pi, nearer - yaw)
+        centre = world.position(grocery.body)[:2]
+        others = [world.position(other.body)[:2] for other in GROCERIES if other is not grocery]
+
+        def clearance(heading: float) -> float:
+            behind = centre - self.HAND_BEHIND * np.array([math.cos(heading), math.sin(heading)])
+            points = hand_points(behind, heading)
+            return min(float(np.linalg.norm(point - other)) for point in points for other in others)
+
+        near = clearance(nearer)
+        return nearer if near >= self.HAND_CLEARANCE or near >= clearance(flipped) else flipped
+
     def oracle(self, world: World, variation: int) -> list[Waypoint]:
         grocery = GROCERIES[variation]
         cupboard, yaw = world.position("cupboard"), body_yaw(world.quat("cupboard"))
@@ -153,7 +173,7 @@ class PutGroceriesInCupboard(Task):
         quat = self.hand_quat(yaw)
         # Grasped across its width, heading along its depth (whichever way is nearer the cupboard's inward),
         # then turned onto the inward heading while carried.
-        grasp_yaw = yaw + square_yaw(body_yaw(world.quat(grocery.body)) - yaw, math.pi)
+        grasp_yaw = self.grasp_heading(world, grocery, yaw)
         grasp_quat = self.hand_quat(grasp_yaw)
         half_height = grocery.half_size[2]
         grip = np.array([0.0, 0.0, half_height - min(self.GRIP_BELOW_TOP, half_height)])
