@@ -4,7 +4,7 @@ own oracle demo reduced to PerAct's keyframes) acted in arm_mode="planning" with
 core. Per task: episodes solved (seeds 0..N-1, variation drawn per seed), mean keyframes (steps) per episode, and
 the host time of choosing each path, by how it was found (unchecked: the straight path of a move marked
 ignore_collisions; straight: checked and free; joint / rrt: around an obstacle). Writes {out}/{policy}.jsonl (a
-line per task) and prints docs/tasks.md's rows.
+line per task of this run, replacing an earlier run's file) and prints docs/tasks.md's rows.
 
     nice python benchmarks/keyframe_agents.py --policy oracle --episodes 100 --tasks peract18
 """
@@ -75,11 +75,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("docs/keyframes"), help="folder for {policy}.jsonl")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    for task in [task for name in args.tasks for task in task_list(name)]:
-        report = measure(task, args.policy, args.episodes, args.max_steps, args.image_size)
-        with open(args.out / f"{args.policy}.jsonl", "a") as file:
+    with open(args.out / f"{args.policy}.jsonl", "w") as file:  # this run's lines only, never an earlier run's
+        for task in [task for name in args.tasks for task in task_list(name)]:
+            report = measure(task, args.policy, args.episodes, args.max_steps, args.image_size)
             file.write(json.dumps(report) + "\n")
-        print(table_row(report), flush=True)
+            file.flush()
+            print(table_row(report), flush=True)
 
 
 if __name__ == "__main__":
