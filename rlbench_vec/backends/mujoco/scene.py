@@ -187,11 +187,11 @@ class Scene:
             pos = np.array([a, -math.sin(alpha) * d, math.cos(alpha) * d])
             link = ET.SubElement(parent, "body", name=f"panda_link{i}", pos=fmt(pos),
                                  quat=fmt(axis_angle_quat((1, 0, 0), alpha)), gravcomp="1")
-            # Armature 0.3: at 0.1 a saturated servo (torque at its cap, which implicitfast's derivatives ignore)
-            # could lock into a sign flip every substep, held forever: joint 7 at +-0.115 rad/s, joints 1 and 3
-            # at +-87 N m against each other (+-0.5 rad/s), hiding the arm's rests from PerAct's keypoint rule.
+            # The wrist's armature 0.3: at 0.1 its saturated servo (torque capped at 12 N m, which implicitfast's
+            # derivatives ignore) could lock into a sign flip every substep, +-0.115 rad/s held forever. Joints 1-4
+            # keep 0.1: at 0.3 they lag a planned path enough to brush what it passes (tests/test_planner.py).
             ET.SubElement(link, "joint", name=f"panda_joint{i}", type="hinge", axis="0 0 1",
-                          range=fmt([PANDA_Q_MIN[i - 1], PANDA_Q_MAX[i - 1]]), armature="0.3",
+                          range=fmt([PANDA_Q_MIN[i - 1], PANDA_Q_MAX[i - 1]]), armature="0.1" if i <= 4 else "0.3",
                           damping="1",
                           actuatorfrcrange=fmt([-PANDA_TAU_MAX[i - 1], PANDA_TAU_MAX[i - 1]]))
             self._link_shape(link, i)
