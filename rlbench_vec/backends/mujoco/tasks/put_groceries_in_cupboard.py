@@ -171,8 +171,8 @@ class PutGroceriesInCupboard(Task):
         cupboard, yaw = world.position("cupboard"), body_yaw(world.quat("cupboard"))
         inward = yaw_rotation(yaw) @ np.array([1.0, 0.0, 0.0])
         quat = self.hand_quat(yaw)
-        # Grasped across its width, heading along its depth (whichever way is nearer the cupboard's inward),
-        # then turned onto the inward heading while carried.
+        # Grasped across its width, heading along its depth (grasp_heading), then turned onto the inward heading
+        # while carried.
         grasp_yaw = self.grasp_heading(world, grocery, yaw)
         grasp_quat = self.hand_quat(grasp_yaw)
         half_height = grocery.half_size[2]
